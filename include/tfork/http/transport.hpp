@@ -1,0 +1,95 @@
+#pragma once
+// The only door to the network. libcurl lives behind this interface (src/http/); tests can
+// swap in a recording fake. Requests arrive fully formed and signed: the transport never
+// changes a signed header.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tfork::http {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// Case-insensitive lookup of the first header with this name.
+std::optional<std::string_view> find_header(const Headers& headers, std::string_view name);
+
+struct Request {
+  std::string method;  // "GET", "PUT", "HEAD", "DELETE", "POST"
+  std::string url;     // scheme://host[:port]/wire-path[?wire-query], already percent-encoded
+  Headers headers;     // sent exactly as given (including Host, x-amz-*, Authorization)
+  std::string body;
+};
+
+struct Response {
+  int status = 0;
+  Headers headers;  // names as received
+  std::string body;
+  int attempts = 1;  // how many times the request was sent (retries + 1)
+
+  std::optional<std::string_view> header(std::string_view name) const {
+    return find_header(headers, name);
+  }
+};
+
+struct TransportError {
+  enum class Kind { dns, connect, tls, timeout, cancelled, other };
+  Kind kind = Kind::other;
+  std::string message;  // one line, e.g. "connect to 127.0.0.1:9 failed: Connection refused"
+  int attempts = 1;
+};
+
+using Result = std::expected<Response, TransportError>;
+
+// Retry policy of cli.md §7: up to max_attempts sends in all; exponential backoff with full
+// jitter; on connection errors, timeouts, 429/500/502/503/504 and a SlowDown error body;
+// never on other 4xx.
+struct RetryPolicy {
+  int max_attempts = 3;
+  std::chrono::milliseconds base_delay{100};
+  std::chrono::milliseconds max_delay{20000};
+};
+
+struct Options {
+  std::chrono::milliseconds connect_timeout{10000};
+  // A transfer that receives nothing for this long fails with Kind::timeout.
+  std::chrono::milliseconds read_timeout{60000};
+  RetryPolicy retry;
+  std::string ca_bundle;  // empty: the system default
+  bool verify_tls = true;
+  std::string user_agent;  // e.g. "tfork/0.1.0"
+  bool debug = false;      // log each request and response line to stderr, secrets redacted
+  // When set and true, pending and in-flight transfers end with Kind::cancelled.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual Result send(const Request& request) = 0;
+
+  // Sends every request with at most `max_parallel` in flight over reused connections, and
+  // returns one result per request, in input order. `on_done` (optional) is called on the
+  // calling thread as each request finishes, with its index and result.
+  virtual std::vector<Result> send_all(
+      std::span<const Request> requests, std::size_t max_parallel,
+      const std::function<void(std::size_t, const Result&)>& on_done = {}) = 0;
+};
+
+std::unique_ptr<Transport> make_curl_transport(const Options& options);
+
+// For --debug logs: the request line and headers with the Authorization signature,
+// x-amz-security-token and any secret redacted.
+std::string redact_header_value(std::string_view name, std::string_view value);
+
+}  // namespace tfork::http

@@ -1,0 +1,212 @@
+#pragma once
+// The local store's storage engine (server-design.md §6): SQLite (WAL) metadata plus
+// content-addressed immutable blob files. A bucket is a chain of layers: a fork is one row
+// (parent, horizon), reads fall through the chain at each layer's horizon, tombstones shadow,
+// listings merge the layers in key order. Every storage choice lives behind this class.
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tfork::server {
+
+// Commit sequence numbers are Unix nanoseconds, unique and increasing; a snapshot version
+// is one of them, and any such timestamp can be read ("fork at any ns timestamp").
+using Seq = std::int64_t;
+
+enum class StoreErrc {
+  no_such_bucket,
+  bucket_exists,          // the name is taken
+  bucket_not_empty,       // plain delete of a bucket with visible objects
+  bucket_has_forks,       // delete (even forced) of a bucket with live forks
+  not_snapshot_enabled,   // snapshot or fork of a regular bucket
+  no_such_snapshot,
+  no_such_key,
+  no_such_upload,
+  invalid_part,           // CompleteMultipartUpload names a part that was not uploaded / bad etag
+  invalid_part_order,
+  no_such_access_key,
+  invalid_argument,
+  io,                     // disk or database failure
+};
+
+struct StoreError {
+  StoreErrc code;
+  std::string message;
+};
+
+template <class T>
+using Result = std::expected<T, StoreError>;
+
+struct BucketInfo {
+  std::string name;
+  Seq created = 0;
+  bool snapshot_enabled = false;
+  std::optional<std::string> fork_source;  // the parent bucket's name, for forks
+  std::optional<Seq> fork_snapshot;        // the parent's horizon, for forks
+  Seq fork_created = 0;                    // when the fork was made (forks only)
+  bool has_children = false;               // live forks exist
+};
+
+struct SnapshotInfo {
+  Seq version = 0;
+  std::optional<std::string> name;  // nullopt when unnamed
+  Seq created = 0;
+};
+
+struct BlobRef {
+  std::string hash;  // sha256 hex of the content
+  std::int64_t size = 0;
+};
+
+using Metadata = std::vector<std::pair<std::string, std::string>>;  // x-amz-meta-* (names lowercased, no prefix)
+
+struct ObjectInfo {
+  std::string key;
+  Seq seq = 0;  // version; also the last-modified time in ns
+  std::int64_t size = 0;
+  std::string etag;  // without quotes; "<md5hex>" or "<md5hex>-<parts>"
+  std::string content_type;
+  Metadata user_meta;
+  Metadata checksums;         // e.g. {"crc32", "<base64>"}
+  std::vector<BlobRef> parts;  // the content in order: one blob, or one per multipart part
+};
+
+// What PutObject / CompleteMultipartUpload / CopyObject write.
+struct NewObject {
+  std::string etag;
+  std::string content_type;
+  Metadata user_meta;
+  Metadata checksums;
+  std::vector<BlobRef> parts;
+};
+
+struct ListQuery {
+  std::string prefix;
+  std::string delimiter;
+  // Resume point: only keys strictly greater than `after`. When `after_is_prefix`, `after`
+  // was an emitted common prefix and its whole subtree is skipped.
+  std::string after;
+  bool after_is_prefix = false;
+  int max_keys = 1000;     // keys plus common prefixes per page
+  std::optional<Seq> at;   // X-Tigris-Snapshot-Version: list the bucket as of this time
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;           // in key order
+  std::vector<std::string> common_prefixes;  // in order
+  bool truncated = false;
+  std::string last;            // the last key or prefix emitted (resume point)
+  bool last_is_prefix = false;
+};
+
+struct UploadInfo {
+  std::string upload_id;
+  std::string bucket;
+  std::string key;
+  Seq created = 0;
+};
+
+struct PartInfo {
+  int part_number = 0;
+  BlobRef blob;
+  std::string etag;  // md5 hex, no quotes
+};
+
+enum class Role { editor, read_only, namespace_admin };
+struct BucketRole {
+  std::string bucket;  // a bucket name, or "*" with namespace_admin
+  Role role;
+};
+
+struct AccessKey {
+  std::string id;      // "tid_..."
+  std::string secret;  // "tsec_..."
+  std::string name;
+  bool active = true;
+  Seq created = 0;
+  std::vector<BucketRole> roles;
+};
+
+enum class Durability {
+  full,    // fsync blob files and directories; SQLite synchronous=FULL
+  normal,  // fsync blob files; SQLite synchronous=NORMAL (survives kill -9, the default)
+  off,     // no fsync (benchmarks of clients only)
+};
+
+struct StoreOptions {
+  Durability durability = Durability::normal;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) <dir>/meta.db, blobs/ and tmp/; takes <dir>/LOCK with flock
+  // (error when another server holds it); removes tmp/* and orphan blobs.
+  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& dir,
+                                             const StoreOptions& options = {});
+  virtual ~Store() = default;
+
+  // ---- buckets, snapshots, forks (all O(1) in the number of objects)
+  virtual Result<BucketInfo> create_bucket(std::string_view name, bool snapshot_enabled) = 0;
+  virtual Result<BucketInfo> create_fork(std::string_view name, std::string_view source,
+                                         std::optional<Seq> snapshot) = 0;
+  virtual Result<BucketInfo> head_bucket(std::string_view name) = 0;
+  virtual Result<std::vector<BucketInfo>> list_buckets() = 0;                    // by name
+  virtual Result<std::vector<BucketInfo>> list_forks(std::string_view source) = 0;  // by name
+  // force: remove the contents too. Either way a bucket with live forks is refused.
+  virtual Result<void> delete_bucket(std::string_view name, bool force) = 0;
+  virtual Result<void> set_snapshot_enabled(std::string_view name, bool enabled) = 0;
+
+  virtual Result<SnapshotInfo> take_snapshot(std::string_view bucket,
+                                             std::optional<std::string> name) = 0;
+  virtual Result<std::vector<SnapshotInfo>> list_snapshots(std::string_view bucket) = 0;  // newest first
+  virtual Result<void> delete_snapshot(std::string_view bucket, Seq version) = 0;
+
+  // ---- blobs: written before any row names them
+  virtual Result<BlobRef> write_blob(std::string_view content) = 0;
+  virtual std::filesystem::path blob_path(const BlobRef& blob) const = 0;
+
+  // ---- objects
+  virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
+                                        NewObject object) = 0;
+  virtual Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
+                                        std::optional<Seq> at = std::nullopt) = 0;
+  // Inserts a tombstone when the key is visible; a no-op otherwise (S3 answers 204 either way).
+  virtual Result<void> delete_object(std::string_view bucket, std::string_view key) = 0;
+  virtual Result<ListPage> list_objects(std::string_view bucket, const ListQuery& query) = 0;
+  // O(1): the new version refers to the source's blobs. `replace` set: use its metadata
+  // (etag and parts are taken from the source).
+  virtual Result<ObjectInfo> copy_object(std::string_view src_bucket, std::string_view src_key,
+                                         std::optional<Seq> src_at, std::string_view dst_bucket,
+                                         std::string_view dst_key,
+                                         std::optional<NewObject> replace) = 0;
+
+  // ---- multipart
+  virtual Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
+                                           NewObject meta) = 0;
+  virtual Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
+                                    std::string etag) = 0;
+  virtual Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) = 0;
+  // parts: (part number, etag) as the client sent them, ascending.
+  virtual Result<ObjectInfo> complete_upload(
+      std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) = 0;
+  virtual Result<void> abort_upload(std::string_view upload_id) = 0;
+  virtual Result<UploadInfo> get_upload(std::string_view upload_id) = 0;
+
+  // ---- access keys (IAM)
+  virtual Result<AccessKey> create_access_key(std::string_view name,
+                                              std::vector<BucketRole> roles) = 0;
+  virtual Result<AccessKey> get_access_key(std::string_view id) = 0;
+  virtual Result<std::vector<AccessKey>> list_access_keys() = 0;
+  virtual Result<void> delete_access_key(std::string_view id) = 0;
+  virtual Result<void> update_access_key_roles(std::string_view id,
+                                               std::vector<BucketRole> roles) = 0;
+};
+
+}  // namespace tfork::server
