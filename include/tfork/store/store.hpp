@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace tfork::server {
+namespace tfork::store {
 
 // Commit sequence numbers are Unix nanoseconds, unique and increasing; a snapshot version
 // is one of them, and any such timestamp can be read ("fork at any ns timestamp").
@@ -209,4 +209,4 @@ class Store {
                                                std::vector<BucketRole> roles) = 0;
 };
 
-}  // namespace tfork::server
+}  // namespace tfork::store
