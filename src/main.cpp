@@ -1,9 +1,5 @@
-// Placeholder entry point; the CLI root (src/cli/root.cpp) replaces the body.
-#include <cstdio>
+// tfork: options → typed request → signer → transport → typed result → renderer.
+// Everything happens in tfork::cli::run; this file only hands over the arguments.
+#include "tfork/cli/root.hpp"
 
-#include "tfork/version.hpp"
-
-int main() {
-  std::printf("tfork %s\n", tfork::k_version);
-  return 0;
-}
+int main(int argc, char** argv) { return tfork::cli::run(argc, argv); }

@@ -18,9 +18,8 @@ bool register_command(const char* name, CommandRegistrar registrar) {
 
 std::vector<RegisteredCommand> registered_commands() {
   auto commands = registry();
-  std::ranges::sort(commands, [](const auto& a, const auto& b) {
-    return std::strcmp(a.name, b.name) < 0;
-  });
+  std::ranges::sort(commands,
+                    [](const auto& a, const auto& b) { return std::strcmp(a.name, b.name) < 0; });
   return commands;
 }
 

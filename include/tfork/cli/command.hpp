@@ -26,6 +26,6 @@ std::vector<RegisteredCommand> registered_commands();  // sorted by name
 
 }  // namespace tfork::cli
 
-#define TFORK_COMMAND(name, registrar)                                                 \
-  [[maybe_unused]] static const bool tfork_command_registered_##registrar =            \
+#define TFORK_COMMAND(name, registrar)                           \
+  [[maybe_unused]] static const bool tfork_command_registered_ = \
       ::tfork::cli::register_command(name, registrar)

@@ -86,7 +86,20 @@ class Transport {
       const std::function<void(std::size_t, const Result&)>& on_done = {}) = 0;
 };
 
+// The libcurl transport (src/http/curl_transport.cpp). One persistent curl multi handle keeps
+// connections alive between calls; calls on one transport are serialised (a mutex), so share it
+// between threads only if that is what you want.
 std::unique_ptr<Transport> make_curl_transport(const Options& options);
+
+// True for a response that cli.md §7 retries: status 429, 500, 502, 503 or 504, or any other
+// non-2xx response whose S3 error body says <Code>SlowDown</Code>. A 2xx body is the
+// operation's payload (it may be an object that merely contains that text), so it never
+// counts as throttling.
+bool is_retryable_response(const Response& response);
+
+// The upper bound of the full-jitter backoff before retry number `retry` (1 before the second
+// send): min(max_delay, base_delay * 2^(retry - 1)). The actual sleep is uniform in [0, bound].
+std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry);
 
 // For --debug logs: the request line and headers with the Authorization signature,
 // x-amz-security-token and any secret redacted.

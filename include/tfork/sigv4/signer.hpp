@@ -46,6 +46,13 @@ struct SigningParams {
   bool omit_session_token = false;
 };
 
+// Well-known x-amz-content-sha256 values (S3 API Reference, "Signature Calculations for the
+// Authorization Header").
+inline constexpr std::string_view empty_payload_sha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+inline constexpr std::string_view unsigned_payload = "UNSIGNED-PAYLOAD";
+inline constexpr std::string_view streaming_payload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+
 // ---- the steps -----------------------------------------------------------------------
 
 std::string uri_encode(std::string_view bytes, bool keep_slash);  // RFC 3986 unreserved kept
@@ -71,21 +78,52 @@ std::string string_to_sign(std::string_view amz_date, std::string_view scope,
 std::string signing_key(std::string_view secret, std::string_view date8, std::string_view region,
                         std::string_view service);  // raw bytes
 std::string signature(std::string_view signing_key, std::string_view string_to_sign);  // hex
+// "AWS4-HMAC-SHA256 Credential=<key>/<scope>, SignedHeaders=<names>, Signature=<hex>"
+std::string authorization_value(std::string_view access_key_id, std::string_view scope,
+                                std::string_view signed_names, std::string_view signature_hex);
 
 // ---- whole operations ----------------------------------------------------------------
 
 // Header signing. Returns the headers to add to the request, in this order:
 // x-amz-date, x-amz-content-sha256 (when params.add_content_sha256), x-amz-security-token
-// (when a session token is set), authorization.
+// (when a session token is set), authorization. Names are lowercase. Headers of these names
+// already in request.headers are replaced: they are left out of the signed set, and the
+// caller should drop them from the request.
 std::vector<Header> sign(const Request& request, const Credentials& credentials,
                          const SigningParams& params, Clock::time_point time);
+
+// sign() with its intermediates: S3 echoes the canonical request and string to sign in
+// SignatureDoesNotMatch, and the tests compare each step with the vectors.
+struct HeaderSignature {
+  std::vector<Header> headers;  // what sign() returns
+  std::string signed_names;
+  std::string canonical_request;
+  std::string string_to_sign;
+  std::string signature;  // hex
+};
+HeaderSignature sign_with_details(const Request& request, const Credentials& credentials,
+                                  const SigningParams& params, Clock::time_point time);
 
 // Query (presigned URL) signing: returns the complete wire query string (the request's own
 // query plus the X-Amz-* parameters, X-Amz-Signature last). Only "host" and any headers
 // present in request.headers are signed.
+// An empty request.payload_hash is signed as UNSIGNED-PAYLOAD, as S3 presigned URLs are.
+// params.add_content_sha256 does not apply (a URL carries no x-amz-content-sha256).
 std::string presign(const Request& request, const Credentials& credentials,
                     const SigningParams& params, Clock::time_point time,
                     std::chrono::seconds expires);
+
+// presign() with its intermediates (see HeaderSignature).
+struct QuerySignature {
+  std::string query;  // what presign() returns
+  std::string signed_names;
+  std::string canonical_request;
+  std::string string_to_sign;
+  std::string signature;  // hex
+};
+QuerySignature presign_with_details(const Request& request, const Credentials& credentials,
+                                    const SigningParams& params, Clock::time_point time,
+                                    std::chrono::seconds expires);
 
 // ---- verification helpers (tfork serve) ---------------------------------------------
 

@@ -1,0 +1,70 @@
+#pragma once
+// What every command gets: the global options (cli.md §3), the configuration and client
+// (resolved lazily, so `tfork version` or `fork env` never read credentials), the renderer,
+// and the interrupt flag.
+
+#include "tfork/cli/config.hpp"
+#include "tfork/output/render.hpp"
+#include "tfork/tigris/client.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace tfork::cli {
+
+struct GlobalOptions {
+  std::string output;  // "json" | "table" | "" (then TFORK_OUTPUT, then table)
+  bool json = false;
+  ConfigOverrides config;
+  bool virtual_hosted = false;
+  bool path_style = false;
+  bool no_verify_ssl = false;
+  int concurrency = 32;
+  double connect_timeout = 10;
+  double read_timeout = 60;
+  int verbose = 0;
+  bool debug = false;
+  bool quiet = false;
+  bool no_progress = false;
+  bool no_color = false;
+  bool yes = false;
+  bool dry_run = false;
+};
+
+// Set by the SIGINT handler; the transport stops in-flight requests when it is set.
+std::atomic<bool>& interrupted();
+void install_interrupt_handler();
+
+class Context {
+ public:
+  explicit Context(Environment env = process_environment());
+  ~Context();
+
+  GlobalOptions options;
+  int exit_code = 0;  // set by a command for a non-throwing outcome (e.g. 7 partial)
+
+  const Environment& env() const { return env_; }
+  const Config& config();
+  tigris::Client& client();  // resolves credentials on first use
+
+  output::Format format() const;
+  bool progress_enabled() const { return !options.quiet && !options.no_progress; }
+
+  // Prints the result document on stdout: JSON, or the table text.
+  void emit(const output::Json& document, const std::string& table_text) const;
+  // --dry-run: prints the requests that would be sent (signature redacted), sends nothing.
+  void emit_dry_run(std::span<const tigris::Operation> operations);
+  // A usage error: throws TforkError(usage) (exit 64) with a one-line message.
+  [[noreturn]] static void usage_error(const std::string& message);
+
+ private:
+  Environment env_;
+  std::optional<Config> config_;
+  std::unique_ptr<http::Transport> transport_;
+  std::unique_ptr<tigris::Client> client_;
+};
+
+}  // namespace tfork::cli

@@ -1,0 +1,44 @@
+#pragma once
+// Renderers: stdout carries results only (cli.md §6). JSON documents keep a fixed field
+// order (nlohmann::ordered_json); tables are for people and never show secrets.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfork::output {
+
+using Json = nlohmann::ordered_json;
+
+enum class Format { table, json };
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+  Table& row(std::vector<std::string> cells);
+  bool empty() const { return rows_.empty(); }
+  // Left-aligned columns separated by two spaces, a header line first; "" when no rows
+  // and `empty_text` is empty, else that text.
+  std::string render(std::string_view empty_text = {}) const;
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "2026-11-29T11:54:28.123456789Z" from Unix nanoseconds (trailing zeros kept at 9 digits
+// only when non-zero: RFC 3339 with the shortest exact fraction).
+std::string rfc3339_from_ns(std::int64_t ns);
+// The same for a timestamp the server sent in any RFC 3339 form, normalised to UTC "Z";
+// returned unchanged when it cannot be parsed.
+std::string normalise_rfc3339(std::string_view text);
+
+// A JSON value or null.
+inline Json json_or_null(const std::string& value) {
+  return value.empty() ? Json() : Json(value);
+}
+
+}  // namespace tfork::output

@@ -1,0 +1,57 @@
+#pragma once
+// The pure handler's view of HTTP (style.md #8): a request as received and a response to
+// send. The socket layer (http_server.cpp) converts cpp-httplib's types to and from these,
+// so tests drive the handler without a socket.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tfork::server {
+
+using Header = std::pair<std::string, std::string>;
+
+// Case-insensitive ASCII comparison of header names.
+bool iequals(std::string_view a, std::string_view b);
+
+// The first header called `name` (any case), or nullptr.
+const std::string* find_header(const std::vector<Header>& headers, std::string_view name);
+
+struct Request {
+  std::string method;            // "GET", "HEAD", ...
+  std::string target;            // raw request target, e.g. "/b/a%2Fb?list-type=2"
+  std::vector<Header> headers;   // as received (names in any case)
+  std::string body;              // after HTTP framing (chunked transfer coding) is removed
+
+  const std::string* header(std::string_view name) const { return find_header(headers, name); }
+  std::string header_or(std::string_view name, std::string_view fallback = {}) const;
+};
+
+// A byte range of an immutable blob file, streamed as (part of) a response body.
+struct FileSegment {
+  std::filesystem::path path;
+  std::int64_t offset = 0;
+  std::int64_t length = 0;
+};
+
+struct Response {
+  int status = 200;
+  std::vector<Header> headers;
+  std::string body;
+  // Object bodies are streamed from blob files: when set, `body` is empty and these are sent
+  // in order. `content_length` is their total (or, for HEAD, the length a GET would send).
+  std::vector<FileSegment> file_body;
+  std::optional<std::int64_t> content_length;
+
+  const std::string* header(std::string_view name) const { return find_header(headers, name); }
+  void set_header(std::string name, std::string value);  // replaces any of that name
+  std::int64_t body_length() const {
+    return content_length ? *content_length : static_cast<std::int64_t>(body.size());
+  }
+};
+
+}  // namespace tfork::server

@@ -1,0 +1,75 @@
+#pragma once
+// Tigris bucket, snapshot and fork operations (tigris-wire.md §2): each is a function that
+// builds an Operation, and a parser for its response.
+
+#include "tfork/tigris/client.hpp"
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfork::tigris {
+
+// ---- names (checked before any request is sent)
+
+// Bucket name rules (tigris-wire.md §2.1): the reason it is invalid, or nullopt.
+std::optional<std::string> bucket_name_problem(std::string_view name);
+// Snapshot names go raw into a header value: printable ASCII without ';' (§2.3).
+std::optional<std::string> snapshot_name_problem(std::string_view name);
+// A snapshot version is a decimal ns timestamp (§1.4).
+bool is_snapshot_version(std::string_view version);
+
+// ---- requests
+
+Operation create_bucket(std::string_view name, bool enable_snapshots);
+Operation take_snapshot(std::string_view bucket, const std::optional<std::string>& name);
+Operation list_snapshots(std::string_view bucket, std::string_view continuation_token,
+                         int max_buckets);
+Operation delete_snapshot(std::string_view bucket, std::string_view version);
+Operation create_fork(std::string_view name, std::string_view source,
+                      std::string_view snapshot_version);  // empty: the service snapshots now
+Operation head_bucket(std::string_view bucket);
+Operation list_forks(std::string_view source);  // ListBuckets + X-Tigris-Fork (JSON)
+Operation list_buckets_with_fork_info(std::string_view continuation_token);  // the fallback
+Operation delete_bucket(std::string_view bucket, bool force);
+
+// ---- responses
+
+struct BucketHead {
+  bool snapshots_enabled = false;
+  std::optional<std::string> fork_source;
+  std::optional<std::string> fork_source_snapshot;
+  bool is_fork_parent = false;
+};
+BucketHead parse_head_bucket(const http::Response& response);
+
+std::optional<std::string> parse_snapshot_version(const http::Response& response);
+
+struct Snapshot {
+  std::string version;
+  std::optional<std::string> name;
+  std::string created;  // RFC 3339 as the server sent it
+};
+struct SnapshotPage {
+  std::vector<Snapshot> snapshots;
+  std::string continuation_token;  // empty on the last page
+};
+std::expected<SnapshotPage, std::string> parse_snapshot_list(const http::Response& response);
+
+struct ForkEntry {
+  std::string bucket;
+  std::optional<std::string> source;    // ForkInfo.Parents[0].BucketName
+  std::optional<std::string> snapshot;  // ForkInfo.Parents[0].Snapshot
+  std::string created;
+};
+struct ForkPage {
+  std::vector<ForkEntry> buckets;
+  std::string continuation_token;
+  bool has_fork_info = false;  // false: the server ignored X-Tigris-Fork (tigris-wire §2.8c)
+};
+std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response& response);
+
+}  // namespace tfork::tigris

@@ -1,0 +1,289 @@
+#include "tfork/cli/config.hpp"
+
+#include "tfork/core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace tfork::cli {
+namespace {
+
+constexpr std::string_view k_default_endpoint = "https://t3.storage.dev";
+constexpr std::string_view k_default_iam_endpoint = "https://iam.storageapi.dev";
+
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string home_dir(const Environment& env) {
+  return env("HOME").value_or("");
+}
+
+std::string credentials_path(const Environment& env) {
+  if (auto path = env("AWS_SHARED_CREDENTIALS_FILE")) return *path;
+  return home_dir(env) + "/.aws/credentials";
+}
+
+std::string config_path(const Environment& env) {
+  if (auto path = env("AWS_CONFIG_FILE")) return *path;
+  return home_dir(env) + "/.aws/config";
+}
+
+// The settings of one profile: the credentials file's [name] over the config file's
+// [profile name] ([default] in both for the default profile), as the AWS tools merge them.
+struct Profile {
+  IniSection settings;
+  bool found = false;
+};
+
+Profile load_profile(const std::string& name, const Environment& env) {
+  Profile profile;
+  if (auto text = read_file(config_path(env))) {
+    const auto ini = parse_ini(*text);
+    const auto section = name == "default" ? ini.find("default") : ini.find("profile " + name);
+    if (section != ini.end()) {
+      profile.settings = section->second;
+      profile.found = true;
+    } else if (auto plain = ini.find(name); plain != ini.end()) {
+      profile.settings = plain->second;
+      profile.found = true;
+    }
+  }
+  if (auto text = read_file(credentials_path(env))) {
+    const auto ini = parse_ini(*text);
+    if (auto section = ini.find(name); section != ini.end()) {
+      for (const auto& [key, value] : section->second)
+        profile.settings[key] = value;
+      profile.found = true;
+    }
+  }
+  return profile;
+}
+
+std::optional<std::string> setting(const Profile& profile, const std::string& key) {
+  auto it = profile.settings.find(key);
+  if (it == profile.settings.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+std::string selected_profile(const ConfigOverrides& overrides, const Environment& env) {
+  if (!overrides.profile.empty()) return overrides.profile;
+  return env("AWS_PROFILE").value_or("default");
+}
+
+std::string normalise_url(std::string url, std::string_view what) {
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  if (!url.starts_with("http://") && !url.starts_with("https://")) {
+    throw TforkError(ErrorKind::usage, "InvalidEndpoint",
+                     std::string(what) + " '" + url + "' must start with http:// or https://");
+  }
+  return url;
+}
+
+// Runs credential_process (cli.md §3) and reads its JSON document.
+sigv4::Credentials run_credential_process(const std::string& command, const std::string& profile) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    throw TforkError(ErrorKind::auth, "CredentialProcessFailed",
+                     "profile '" + profile + "': credential_process could not be started");
+  }
+  std::string output;
+  char buffer[4096];
+  while (auto n = std::fread(buffer, 1, sizeof buffer, pipe))
+    output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  if (status != 0) {
+    throw TforkError(ErrorKind::auth, "CredentialProcessFailed",
+                     "profile '" + profile + "': credential_process exited with status " +
+                         std::to_string(WEXITSTATUS(status)));
+  }
+  const auto doc = nlohmann::json::parse(output, nullptr, false);
+  if (!doc.is_object() || !doc.contains("AccessKeyId") || !doc.contains("SecretAccessKey") ||
+      !doc["AccessKeyId"].is_string() || !doc["SecretAccessKey"].is_string()) {
+    throw TforkError(ErrorKind::auth, "CredentialProcessFailed",
+                     "profile '" + profile +
+                         "': credential_process did not print a JSON document with "
+                         "AccessKeyId and SecretAccessKey");
+  }
+  sigv4::Credentials credentials{doc["AccessKeyId"].get<std::string>(),
+                                 doc["SecretAccessKey"].get<std::string>(), ""};
+  if (doc.contains("SessionToken") && doc["SessionToken"].is_string()) {
+    credentials.session_token = doc["SessionToken"].get<std::string>();
+  }
+  return credentials;
+}
+
+std::optional<ResolvedCredentials> credentials_from_profile(const std::string& name,
+                                                            const Environment& env) {
+  const auto profile = load_profile(name, env);
+  if (!profile.found) return std::nullopt;
+  auto id = setting(profile, "aws_access_key_id");
+  auto secret = setting(profile, "aws_secret_access_key");
+  if (id && secret) {
+    return ResolvedCredentials{{*id, *secret, setting(profile, "aws_session_token").value_or("")},
+                               "profile '" + name + "' (shared files)"};
+  }
+  if (auto process = setting(profile, "credential_process")) {
+    return ResolvedCredentials{run_credential_process(*process, name),
+                               "profile '" + name + "' (credential_process)"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Environment process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  };
+}
+
+IniFile parse_ini(std::string_view text) {
+  IniFile ini;
+  std::string section;
+  std::istringstream lines{std::string(text)};
+  for (std::string raw; std::getline(lines, raw);) {
+    const auto line = trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      section = trim(std::string_view(line).substr(1, line.size() - 2));
+      ini[section];
+      continue;
+    }
+    // Nested sub-sections ("s3 =\n  addressing_style = path") arrive as indented lines; they
+    // are kept flat, which is all tfork reads of them.
+    const auto eq = line.find('=');
+    if (eq == std::string::npos || section.empty()) continue;
+    ini[section][trim(std::string_view(line).substr(0, eq))] =
+        trim(std::string_view(line).substr(eq + 1));
+  }
+  return ini;
+}
+
+bool is_tigris_host(std::string_view url) {
+  auto host = url.substr(url.find("://") == std::string_view::npos ? 0 : url.find("://") + 3);
+  host = host.substr(0, host.find_first_of(":/"));
+  for (std::string_view suffix :
+       {"storage.dev", "storageapi.dev", "tigris.dev", "tigrisfiles.io", "tigrisdata.io"}) {
+    if (host == suffix || (host.size() > suffix.size() && host.ends_with(suffix) &&
+                           host[host.size() - suffix.size() - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
+Config resolve_config(const ConfigOverrides& overrides, const Environment& env) {
+  Config config;
+  const auto profile_name = selected_profile(overrides, env);
+  const auto profile = load_profile(profile_name, env);
+  if (profile.found) config.profile = profile_name;
+
+  auto first = [](std::initializer_list<std::optional<std::string>> candidates) {
+    for (const auto& candidate : candidates)
+      if (candidate && !candidate->empty()) return candidate;
+    return std::optional<std::string>{};
+  };
+  auto flag = [](const std::string& value) {
+    return value.empty() ? std::nullopt : std::optional<std::string>(value);
+  };
+
+  config.endpoint =
+      normalise_url(first({flag(overrides.endpoint_url), env("AWS_ENDPOINT_URL_S3"),
+                           env("AWS_ENDPOINT_URL"), env("TIGRIS_STORAGE_ENDPOINT"),
+                           setting(profile, "endpoint_url_s3"), setting(profile, "endpoint_url")})
+                        .value_or(std::string(k_default_endpoint)),
+                    "endpoint URL");
+
+  // The local store serves both APIs on one port, so a non-Tigris S3 endpoint is also the
+  // IAM endpoint (cli.md §3).
+  const auto iam_fallback =
+      is_tigris_host(config.endpoint) ? std::string(k_default_iam_endpoint) : config.endpoint;
+  config.iam_endpoint =
+      normalise_url(first({flag(overrides.iam_endpoint_url), env("AWS_ENDPOINT_URL_IAM"),
+                           env("TIGRIS_IAM_ENDPOINT"), setting(profile, "endpoint_url_iam")})
+                        .value_or(iam_fallback),
+                    "IAM endpoint URL");
+
+  config.region = first({flag(overrides.region), env("AWS_REGION"), env("AWS_DEFAULT_REGION"),
+                         setting(profile, "region")})
+                      .value_or("auto");
+
+  if (overrides.path_style) {
+    config.path_style = *overrides.path_style;
+  } else if (auto style = setting(profile, "addressing_style")) {
+    config.path_style = *style == "path" || (*style == "auto" && !is_tigris_host(config.endpoint));
+  } else if (auto force = env("TIGRIS_FORCE_PATH_STYLE")) {
+    config.path_style = *force == "1" || *force == "true" || *force == "yes" || *force == "on";
+  } else {
+    config.path_style = !is_tigris_host(config.endpoint);
+  }
+
+  config.ca_bundle =
+      first({flag(overrides.ca_bundle), env("AWS_CA_BUNDLE"), setting(profile, "ca_bundle")})
+          .value_or("");
+
+  if (overrides.max_attempts > 0) {
+    config.max_attempts = overrides.max_attempts;
+  } else if (auto attempts = first({env("AWS_MAX_ATTEMPTS"), setting(profile, "max_attempts")})) {
+    try {
+      config.max_attempts = std::max(1, std::stoi(*attempts));
+    } catch (const std::exception&) {
+      throw TforkError(
+          ErrorKind::usage, "InvalidMaxAttempts",
+          "AWS_MAX_ATTEMPTS / max_attempts must be a whole number, got '" + *attempts + "'");
+    }
+  }
+  return config;
+}
+
+ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const Environment& env) {
+  if (!overrides.profile.empty()) {
+    if (auto found = credentials_from_profile(overrides.profile, env)) return *found;
+    throw TforkError(ErrorKind::auth, "NoCredentials",
+                     "profile '" + overrides.profile + "' has no credentials in " +
+                         credentials_path(env) + " or " + config_path(env) +
+                         " (looked for aws_access_key_id + aws_secret_access_key, or "
+                         "credential_process)");
+  }
+  if (auto id = env("AWS_ACCESS_KEY_ID")) {
+    if (auto secret = env("AWS_SECRET_ACCESS_KEY")) {
+      return {{*id, *secret, env("AWS_SESSION_TOKEN").value_or("")},
+              "environment (AWS_ACCESS_KEY_ID)"};
+    }
+  }
+  if (auto id = env("TIGRIS_STORAGE_ACCESS_KEY_ID")) {
+    if (auto secret = env("TIGRIS_STORAGE_SECRET_ACCESS_KEY")) {
+      return {{*id, *secret, ""}, "environment (TIGRIS_STORAGE_ACCESS_KEY_ID)"};
+    }
+  }
+  const auto profile = env("AWS_PROFILE").value_or("default");
+  if (auto found = credentials_from_profile(profile, env)) return *found;
+  throw TforkError(
+      ErrorKind::auth, "NoCredentials",
+      "no credentials found. Tried, in order: --profile (not given); AWS_ACCESS_KEY_ID + "
+      "AWS_SECRET_ACCESS_KEY; TIGRIS_STORAGE_ACCESS_KEY_ID + TIGRIS_STORAGE_SECRET_ACCESS_KEY; "
+      "profile '" +
+          profile + "' in " + credentials_path(env) + " and " + config_path(env) +
+          ". Set one of these (for a local store, run: eval \"$(tfork serve ...)\" prints them)");
+}
+
+}  // namespace tfork::cli

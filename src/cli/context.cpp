@@ -1,0 +1,117 @@
+#include "tfork/cli/context.hpp"
+
+#include "tfork/core/error.hpp"
+#include "tfork/version.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+namespace tfork::cli {
+
+std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+namespace {
+extern "C" void on_sigint(int) {
+  interrupted().store(true);
+  // A second Ctrl-C stops at once.
+  std::signal(SIGINT, SIG_DFL);
+}
+}  // namespace
+
+void install_interrupt_handler() {
+  std::signal(SIGINT, on_sigint);
+}
+
+Context::Context(Environment env) : env_(std::move(env)) {}
+Context::~Context() = default;
+
+const Config& Context::config() {
+  if (!config_) {
+    auto overrides = options.config;
+    if (options.path_style) overrides.path_style = true;
+    if (options.virtual_hosted) overrides.path_style = false;
+    config_ = resolve_config(overrides, env_);
+  }
+  return *config_;
+}
+
+tigris::Client& Context::client() {
+  if (!client_) {
+    const auto& cfg = config();
+    auto credentials = resolve_credentials(options.config, env_);
+    http::Options transport_options;
+    transport_options.connect_timeout =
+        std::chrono::milliseconds(static_cast<long>(options.connect_timeout * 1000));
+    transport_options.read_timeout =
+        std::chrono::milliseconds(static_cast<long>(options.read_timeout * 1000));
+    transport_options.retry.max_attempts = cfg.max_attempts;
+    transport_options.ca_bundle = cfg.ca_bundle;
+    transport_options.verify_tls = !options.no_verify_ssl;
+    transport_options.user_agent = std::string("tfork/") + k_version;
+    transport_options.debug = options.debug;
+    transport_options.cancel = &interrupted();
+    transport_ = http::make_curl_transport(transport_options);
+    client_ = std::make_unique<tigris::Client>(
+        tigris::ClientSettings{cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style,
+                               std::move(credentials.credentials)},
+        *transport_);
+  }
+  return *client_;
+}
+
+output::Format Context::format() const {
+  if (options.json) return output::Format::json;
+  auto value = options.output;
+  if (value.empty()) value = env_("TFORK_OUTPUT").value_or("table");
+  if (value == "json") return output::Format::json;
+  if (value == "table") return output::Format::table;
+  usage_error("--output / TFORK_OUTPUT must be 'json' or 'table', got '" + value + "'");
+}
+
+void Context::emit(const output::Json& document, const std::string& table_text) const {
+  if (format() == output::Format::json) {
+    std::cout << document.dump(2) << '\n';
+  } else {
+    std::cout << table_text;
+  }
+  std::cout.flush();
+}
+
+void Context::emit_dry_run(std::span<const tigris::Operation> operations) {
+  // Signing needs no secret to be shown, but it does need credentials to be resolvable
+  // for the signature to be real; a dry run must work without any, so sign with a
+  // placeholder when none are configured.
+  const auto& cfg = config();
+  sigv4::Credentials credentials{"DRYRUNACCESSKEY", "dry-run-secret", ""};
+  try {
+    credentials = resolve_credentials(options.config, env_).credentials;
+  } catch (const TforkError&) {
+  }
+  auto transport = http::make_curl_transport({});
+  tigris::Client client({cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style, credentials},
+                        *transport);
+  output::Json requests = output::Json::array();
+  std::string text;
+  for (const auto& operation : operations) {
+    const auto request = client.prepare(operation);
+    output::Json headers = output::Json::object();
+    for (const auto& [name, value] : request.headers)
+      headers[name] = http::redact_header_value(name, value);
+    requests.push_back(output::Json{{"operation", operation.name},
+                                    {"method", request.method},
+                                    {"url", request.url},
+                                    {"headers", headers}});
+    text += operation.name + "  " + request.method + " " + request.url + "\n";
+  }
+  emit(output::Json{{"dry_run", true}, {"requests", requests}}, text);
+}
+
+void Context::usage_error(const std::string& message) {
+  throw TforkError(ErrorKind::usage, "UsageError", message);
+}
+
+}  // namespace tfork::cli

@@ -1,0 +1,166 @@
+#include "tfork/cli/root.hpp"
+
+#include "tfork/cli/command.hpp"
+#include "tfork/core/error.hpp"
+#include "tfork/version.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <unistd.h>
+
+namespace tfork::cli {
+namespace {
+
+void configure_logging(const GlobalOptions& options, const Environment& env) {
+  const bool color = !options.no_color && !env("NO_COLOR") && ::isatty(STDERR_FILENO) == 1;
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+      color ? spdlog::color_mode::automatic : spdlog::color_mode::never);
+  auto logger = std::make_shared<spdlog::logger>("tfork", sink);
+  logger->set_pattern("tfork: %^%l%$: %v");
+  auto level = spdlog::level::warn;
+  if (options.quiet) level = spdlog::level::err;
+  if (options.verbose == 1) level = spdlog::level::info;
+  if (options.verbose >= 2 || options.debug) level = spdlog::level::debug;
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+}
+
+void add_global_options(CLI::App& app, GlobalOptions& o) {
+  const char* group = "Global options";
+  app.add_option("-o,--output", o.output, "Output format: table or json (env TFORK_OUTPUT)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->group(group);
+  app.add_flag("--json", o.json, "Shorthand for --output json")->group(group);
+  app.add_option("--endpoint-url", o.config.endpoint_url,
+                 "S3 endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, "
+                 "TIGRIS_STORAGE_ENDPOINT, the profile, https://t3.storage.dev)")
+      ->group(group);
+  app.add_option("--iam-endpoint-url", o.config.iam_endpoint_url,
+                 "IAM endpoint (else AWS_ENDPOINT_URL_IAM, TIGRIS_IAM_ENDPOINT, the profile, "
+                 "the S3 endpoint when it is not Tigris, https://iam.storageapi.dev)")
+      ->group(group);
+  app.add_option("--profile", o.config.profile, "Profile in ~/.aws/credentials and ~/.aws/config")
+      ->group(group);
+  app.add_option("--region", o.config.region, "Signing region (default auto)")->group(group);
+  auto* path = app.add_flag("--path-style", o.path_style,
+                            "Address buckets as https://host/bucket (default for non-Tigris hosts)")
+                   ->group(group);
+  app.add_flag("--virtual-hosted", o.virtual_hosted,
+               "Address buckets as https://bucket.host (default for Tigris hosts)")
+      ->excludes(path)
+      ->group(group);
+  app.add_option("--ca-bundle", o.config.ca_bundle, "CA certificates file (env AWS_CA_BUNDLE)")
+      ->check(CLI::ExistingFile)
+      ->group(group);
+  app.add_flag("--no-verify-ssl", o.no_verify_ssl, "Do not verify TLS certificates")->group(group);
+  app.add_option("--concurrency", o.concurrency, "Requests in flight at most (default 32)")
+      ->check(CLI::Range(1, 1024))
+      ->group(group);
+  app.add_option("--max-attempts", o.config.max_attempts,
+                 "Sends per request, retries included (env AWS_MAX_ATTEMPTS; default 3)")
+      ->check(CLI::Range(1, 20))
+      ->group(group);
+  app.add_option("--connect-timeout", o.connect_timeout, "Connect timeout in seconds (default 10)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  app.add_option("--read-timeout", o.read_timeout,
+                 "Fail a request that receives nothing for this many seconds (default 60)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  app.add_flag("-v,--verbose", o.verbose, "More log lines on stderr (repeatable)")->group(group);
+  app.add_flag("--debug", o.debug,
+               "Log every request and response line on stderr (secrets redacted)")
+      ->group(group);
+  app.add_flag("-q,--quiet", o.quiet, "Only errors on stderr; no progress")->group(group);
+  app.add_flag("--no-progress", o.no_progress, "No progress lines on stderr")->group(group);
+  app.add_flag("--no-color", o.no_color, "No colour on stderr (also NO_COLOR)")->group(group);
+  app.add_flag("-y,--yes", o.yes, "Do not ask for confirmation")->group(group);
+  app.add_flag("--dry-run", o.dry_run,
+               "Print the requests a mutating command would send, and send nothing")
+      ->group(group);
+}
+
+void report_error(const Error& error, const Context& context, bool json) {
+  if (json) {
+    nlohmann::ordered_json doc;
+    doc["error"] = {
+        {"code", error.code},
+        {"message", error.message},
+        {"http_status",
+         error.http_status ? nlohmann::ordered_json(error.http_status) : nlohmann::ordered_json()},
+        {"request_id", error.request_id.empty() ? nlohmann::ordered_json()
+                                                : nlohmann::ordered_json(error.request_id)},
+        {"exit_code", exit_code(error.kind)}};
+    std::cerr << doc.dump() << '\n';
+    return;
+  }
+  const bool color =
+      !context.options.no_color && !context.env()("NO_COLOR") && ::isatty(STDERR_FILENO) == 1;
+  std::string detail;
+  if (error.http_status != 0 || !error.request_id.empty()) {
+    detail = " (" + error.code;
+    if (error.http_status) detail += ", HTTP " + std::to_string(error.http_status);
+    if (!error.request_id.empty()) detail += ", request id " + error.request_id;
+    detail += ")";
+  }
+  std::cerr << (color ? "\033[31mtfork: error:\033[0m " : "tfork: error: ") << error.message
+            << detail << '\n';
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> make_app(Context& context) {
+  auto app = std::make_unique<CLI::App>(
+      "tfork: give every agent its own copy-on-write fork of a Tigris bucket", "tfork");
+  app->set_version_flag("--version", std::string("tfork ") + k_version);
+  app->require_subcommand(1);
+  app->fallthrough();  // global options are accepted after the subcommand too
+  add_global_options(*app, context.options);
+  app->footer(
+      "Exit codes: 0 ok, 1 other, 2 auth, 3 not found, 4 throttled, 5 network, 6 conflict,\n"
+      "7 partial, 64 usage, 130 interrupted. See man tfork.");
+  app->parse_complete_callback([&context] { configure_logging(context.options, context.env()); });
+  for (const auto& command : registered_commands())
+    command.registrar(*app, context);
+  return app;
+}
+
+int run(int argc, char** argv) {
+  Context context;
+  std::unique_ptr<CLI::App> app;
+  try {
+    app = make_app(context);
+    install_interrupt_handler();
+    app->parse(argc, argv);
+    if (interrupted().load()) {
+      report_error({ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}}, context,
+                   context.format() == output::Format::json);
+      return exit_code(ErrorKind::interrupted);
+    }
+    return context.exit_code;
+  } catch (const CLI::Success& done) {  // --help, --version
+    return app->exit(done);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app->exit(error);
+    std::cerr << "tfork: error: " << error.what() << "\nRun 'tfork --help' for usage.\n";
+    return exit_code(ErrorKind::usage);
+  } catch (const TforkError& error) {
+    bool json = context.options.json || context.options.output == "json";
+    try {
+      json = context.format() == output::Format::json;
+    } catch (const TforkError&) {
+    }
+    report_error(error.error(), context, json);
+    if (error.error().kind == ErrorKind::usage && !json)
+      std::cerr << "Run 'tfork --help' for usage.\n";
+    return exit_code(error.error().kind);
+  } catch (const std::exception& error) {
+    report_error({ErrorKind::other, "InternalError", error.what(), 0, {}}, context,
+                 context.options.json || context.options.output == "json");
+    return exit_code(ErrorKind::other);
+  }
+}
+
+}  // namespace tfork::cli

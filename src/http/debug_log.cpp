@@ -1,0 +1,87 @@
+#include "debug_log.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+
+#include "tfork/http/transport.hpp"
+
+namespace tfork::http::debug {
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool names_a_secret(std::string_view text) {
+  const std::string lower = lowercase(text);
+  return lower.find("secret") != std::string::npos || lower.find("token") != std::string::npos ||
+         lower.find("signature") != std::string::npos;
+}
+
+// Masks the value of every query parameter whose name mentions a signature, token or secret.
+std::string redact_target(std::string_view target) {
+  const auto question = target.find('?');
+  if (question == std::string_view::npos) return std::string(target);
+  std::string out(target.substr(0, question + 1));
+  std::string_view query = target.substr(question + 1);
+  bool first = true;
+  while (true) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (!first) out += '&';
+    first = false;
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && names_a_secret(pair.substr(0, eq))) {
+      out += pair.substr(0, eq + 1);
+      out += "***";
+    } else {
+      out += pair;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<spdlog::logger> logger() {
+  if (auto http = spdlog::get("http")) return http;
+  return spdlog::default_logger();
+}
+
+std::string redact_request_line(std::string_view line) {
+  const auto first_space = line.find(' ');
+  const auto last_space = line.rfind(' ');
+  if (first_space == std::string_view::npos) return std::string(line);
+  const auto target_end = last_space > first_space ? last_space : line.size();
+  std::string out(line.substr(0, first_space + 1));
+  out += redact_target(line.substr(first_space + 1, target_end - first_space - 1));
+  out += line.substr(target_end);
+  return out;
+}
+
+std::string redact_header_line(std::string_view line) {
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos) return std::string(line);
+  const std::string_view name = line.substr(0, colon);
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return std::string(name) + ": " + redact_header_value(name, value);
+}
+
+std::string loggable_body(std::string_view body) {
+  if (names_a_secret(body)) return "(body withheld: it mentions a secret or token)";
+  constexpr std::size_t k_max = 200;
+  std::string out(body.substr(0, k_max));
+  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
+  if (body.size() > k_max) out += "...";
+  return out;
+}
+
+}  // namespace tfork::http::debug

@@ -1,0 +1,115 @@
+#include "tfork/iam/access_keys.hpp"
+
+#include "tfork/crypto/hash.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace tfork::iam {
+namespace {
+
+tigris::Operation iam_post(std::string name, std::string_view action, std::string body) {
+  tigris::Operation op{.name = std::move(name), .api = tigris::Api::iam, .method = "POST"};
+  op.query.emplace_back("Action", std::string(action));
+  op.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+  op.headers.emplace_back("Accept", "application/json");
+  op.body = std::move(body);
+  return op;
+}
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  return role == Role::editor ? "Editor" : "ReadOnly";
+}
+
+std::string form_encode(const std::vector<std::pair<std::string, std::string>>& fields) {
+  auto encode = [](std::string_view text) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '*') {
+        out += static_cast<char>(c);
+      } else if (c == ' ') {
+        out += '+';
+      } else {
+        out += '%';
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      }
+    }
+    return out;
+  };
+  std::string body;
+  for (const auto& [name, value] : fields) {
+    if (!body.empty()) body += '&';
+    body += encode(name) + "=" + encode(value);
+  }
+  return body;
+}
+
+std::string new_uuid() {
+  auto hex = crypto::random_hex(16);
+  hex[12] = '4';                                                    // version 4
+  hex[16] = "89ab"[std::stoi(hex.substr(16, 1), nullptr, 16) & 3];  // RFC 4122 variant
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+tigris::Operation create_access_key(std::string_view name, std::string_view bucket, Role role,
+                                    std::string_view request_id) {
+  nlohmann::ordered_json req;
+  req["req_uuid"] = request_id;
+  req["name"] = name;
+  req["buckets_role"] =
+      nlohmann::ordered_json::array({{{"bucket", bucket}, {"role", role_name(role)}}});
+  return iam_post("CreateAccessKeyWithBucketsRole", "CreateAccessKeyWithBucketsRole",
+                  form_encode({{"Req", req.dump()}}));
+}
+
+tigris::Operation delete_access_key(std::string_view access_key_id) {
+  return iam_post("DeleteAccessKey", "DeleteAccessKey",
+                  form_encode({{"Action", "DeleteAccessKey"},
+                               {"Version", "2010-05-08"},
+                               {"AccessKeyId", std::string(access_key_id)}}));
+}
+
+tigris::Operation list_access_keys(std::string_view marker) {
+  std::vector<std::pair<std::string, std::string>> fields{{"Action", "ListAccessKeys"},
+                                                          {"MaxItems", "1000"}};
+  if (!marker.empty()) fields.emplace_back("Marker", std::string(marker));
+  tigris::Operation op{.name = "ListAccessKeys", .api = tigris::Api::iam, .method = "POST"};
+  op.query.emplace_back("Detailed", "");
+  op.headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+  op.headers.emplace_back("Accept", "application/json");
+  op.body = form_encode(fields);
+  return op;
+}
+
+std::expected<AccessKey, std::string> parse_created_key(const http::Response& response) {
+  const auto doc = nlohmann::json::parse(response.body, nullptr, false);
+  const auto pointer = "/CreateAccessKeyResult/AccessKey"_json_pointer;
+  if (!doc.is_object() || !doc.contains(pointer))
+    return std::unexpected("the CreateAccessKeyWithBucketsRole answer has no AccessKey");
+  const auto& key = doc[pointer];
+  AccessKey created{key.value("AccessKeyId", ""), key.value("SecretAccessKey", ""),
+                    key.value("UserName", "")};
+  if (created.id.empty() || created.secret.empty())
+    return std::unexpected("the CreateAccessKeyWithBucketsRole answer has no key id or secret");
+  return created;
+}
+
+std::expected<KeyPage, std::string> parse_key_list(const http::Response& response) {
+  const auto doc = nlohmann::json::parse(response.body, nullptr, false);
+  if (!doc.is_object()) return std::unexpected("the key list is not a JSON object");
+  KeyPage page;
+  if (doc.value("IsTruncated", false)) page.marker = doc.value("Marker", "");
+  for (const auto& key : doc.value("Keys", nlohmann::json::array())) {
+    KeySummary summary{key.value("access_key_id", ""), key.value("username", ""), {}};
+    for (const auto& role : key.value("buckets_role", nlohmann::json::array()))
+      summary.buckets_role.emplace_back(role.value("bucket", ""), role.value("role", ""));
+    page.keys.push_back(std::move(summary));
+  }
+  return page;
+}
+
+}  // namespace tfork::iam

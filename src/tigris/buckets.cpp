@@ -1,0 +1,200 @@
+#include "tfork/tigris/buckets.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace tfork::tigris {
+namespace {
+
+bool is_ip_address_shape(std::string_view name) {
+  int dots = 0;
+  for (char c : name) {
+    if (c == '.')
+      ++dots;
+    else if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
+  }
+  return dots == 3;
+}
+
+std::string header_text(const http::Response& response, std::string_view name) {
+  auto value = response.header(name);
+  return value ? std::string(*value) : std::string();
+}
+
+}  // namespace
+
+std::optional<std::string> bucket_name_problem(std::string_view name) {
+  if (name.size() < 3 || name.size() > 63)
+    return "must be 3 to 63 characters long (it has " + std::to_string(name.size()) + ")";
+  for (char c : name) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-'))
+      return "may only contain lowercase letters, digits, '.' and '-'";
+  }
+  auto alnum = [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c));
+  };
+  if (!alnum(name.front()) || !alnum(name.back()))
+    return "must start and end with a letter or digit";
+  if (name.find("..") != std::string_view::npos) return "must not contain '..'";
+  if (is_ip_address_shape(name)) return "must not look like an IP address";
+  if (name.starts_with("xn--")) return "must not start with 'xn--'";
+  if (name.ends_with("-s3alias")) return "must not end with '-s3alias'";
+  return std::nullopt;
+}
+
+std::optional<std::string> snapshot_name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 255) return "must be at most 255 characters";
+  for (char c : name) {
+    if (c == '\r' || c == '\n') return "must not contain a line break";
+    if (c == ';') return "must not contain ';' (it separates fields in the header)";
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f)
+      return "must not contain control characters";
+  }
+  return std::nullopt;
+}
+
+bool is_snapshot_version(std::string_view version) {
+  return !version.empty() && version.size() <= 19 &&
+         std::ranges::all_of(version, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+Operation create_bucket(std::string_view name, bool enable_snapshots) {
+  Operation op{.name = "CreateBucket", .method = "PUT", .bucket = std::string(name)};
+  if (enable_snapshots) op.headers.emplace_back("X-Tigris-Enable-Snapshot", "true");
+  return op;
+}
+
+Operation take_snapshot(std::string_view bucket, const std::optional<std::string>& name) {
+  // A CreateBucket on the existing bucket (tigris-wire.md §2.3); the name goes raw.
+  Operation op{.name = "CreateBucketSnapshot", .method = "PUT", .bucket = std::string(bucket)};
+  op.headers.emplace_back("X-Tigris-Snapshot", name ? "true; name=" + *name : "true");
+  return op;
+}
+
+Operation list_snapshots(std::string_view bucket, std::string_view continuation_token,
+                         int max_buckets) {
+  Operation op{.name = "ListBucketSnapshots", .method = "GET"};
+  op.query.emplace_back("x-id", "ListBuckets");
+  if (max_buckets > 0) op.query.emplace_back("max-buckets", std::to_string(max_buckets));
+  if (!continuation_token.empty())
+    op.query.emplace_back("continuation-token", std::string(continuation_token));
+  op.headers.emplace_back("X-Tigris-Snapshot", std::string(bucket));
+  return op;
+}
+
+Operation delete_snapshot(std::string_view bucket, std::string_view version) {
+  Operation op{.name = "DeleteBucketSnapshot", .method = "DELETE", .bucket = std::string(bucket)};
+  op.headers.emplace_back("X-Tigris-Snapshot-Version", std::string(version));
+  return op;
+}
+
+Operation create_fork(std::string_view name, std::string_view source,
+                      std::string_view snapshot_version) {
+  Operation op{.name = "CreateBucketFork", .method = "PUT", .bucket = std::string(name)};
+  op.headers.emplace_back("X-Tigris-Fork-Source-Bucket", std::string(source));
+  if (!snapshot_version.empty())
+    op.headers.emplace_back("X-Tigris-Fork-Source-Bucket-Snapshot", std::string(snapshot_version));
+  return op;
+}
+
+Operation head_bucket(std::string_view bucket) {
+  return Operation{.name = "HeadBucket", .method = "HEAD", .bucket = std::string(bucket)};
+}
+
+Operation list_forks(std::string_view source) {
+  Operation op{.name = "ListForks", .method = "GET"};
+  op.query.emplace_back("IncludeForkInfo", "true");
+  op.headers.emplace_back("Accept", "application/json");
+  op.headers.emplace_back("X-Tigris-Fork", std::string(source));
+  return op;
+}
+
+Operation list_buckets_with_fork_info(std::string_view continuation_token) {
+  Operation op{.name = "ListBuckets", .method = "GET"};
+  op.query.emplace_back("IncludeForkInfo", "true");
+  if (!continuation_token.empty())
+    op.query.emplace_back("continuation-token", std::string(continuation_token));
+  op.headers.emplace_back("Accept", "application/json");
+  return op;
+}
+
+Operation delete_bucket(std::string_view bucket, bool force) {
+  Operation op{.name = "DeleteBucket", .method = "DELETE", .bucket = std::string(bucket)};
+  // Both spellings are in live use (tigris-wire.md §2.10); the official CLI and SDK send
+  // this one, byte for byte.
+  if (force) op.headers.emplace_back("Tigris-Force-Delete", "true");
+  return op;
+}
+
+BucketHead parse_head_bucket(const http::Response& response) {
+  BucketHead head;
+  head.snapshots_enabled = header_text(response, "X-Tigris-Enable-Snapshot") == "true";
+  head.is_fork_parent = header_text(response, "X-Tigris-Is-Fork-Parent") == "true";
+  if (auto source = header_text(response, "X-Tigris-Fork-Source-Bucket"); !source.empty())
+    head.fork_source = source;
+  if (auto snapshot = header_text(response, "X-Tigris-Fork-Source-Bucket-Snapshot");
+      !snapshot.empty())
+    head.fork_source_snapshot = snapshot;
+  return head;
+}
+
+std::optional<std::string> parse_snapshot_version(const http::Response& response) {
+  auto version = header_text(response, "X-Tigris-Snapshot-Version");
+  if (version.empty()) return std::nullopt;
+  return version;
+}
+
+std::expected<SnapshotPage, std::string> parse_snapshot_list(const http::Response& response) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(response.body.data(), response.body.size()))
+    return std::unexpected("the snapshot list is not valid XML");
+  const auto root = doc.child("ListAllMyBucketsResult");
+  if (!root) return std::unexpected("the snapshot list has no ListAllMyBucketsResult element");
+  SnapshotPage page;
+  for (auto bucket : root.child("Buckets").children("Bucket")) {
+    // Name is "<version>" or "<version>; name=<name>" (tigris-wire.md §2.4).
+    std::string_view name = bucket.child_value("Name");
+    Snapshot snapshot;
+    const auto separator = name.find("; name=");
+    snapshot.version = std::string(name.substr(0, std::min(name.find(';'), name.size())));
+    if (separator != std::string_view::npos)
+      snapshot.name = std::string(name.substr(separator + 7));
+    snapshot.created = bucket.child_value("CreationDate");
+    page.snapshots.push_back(std::move(snapshot));
+  }
+  page.continuation_token = root.child_value("ContinuationToken");
+  return page;
+}
+
+std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response& response) {
+  const auto doc = nlohmann::json::parse(response.body, nullptr, false);
+  if (!doc.is_object()) return std::unexpected("the bucket list is not a JSON object");
+  ForkPage page;
+  if (doc.contains("ContinuationToken") && doc["ContinuationToken"].is_string())
+    page.continuation_token = doc["ContinuationToken"].get<std::string>();
+  const auto buckets = doc.value("/Buckets/Bucket"_json_pointer, nlohmann::json::array());
+  for (const auto& item : buckets) {
+    ForkEntry entry;
+    entry.bucket = item.value("Name", "");
+    entry.created = item.value("CreationDate", "");
+    if (item.contains("ForkInfo") && item["ForkInfo"].is_object()) {
+      page.has_fork_info = true;
+      const auto& parents = item["ForkInfo"].value("Parents", nlohmann::json::array());
+      if (!parents.empty() && parents[0].is_object()) {
+        entry.source = parents[0].value("BucketName", "");
+        entry.snapshot = parents[0].value("Snapshot", "");
+      }
+    }
+    page.buckets.push_back(std::move(entry));
+  }
+  return page;
+}
+
+}  // namespace tfork::tigris

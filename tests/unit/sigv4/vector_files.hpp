@@ -1,0 +1,28 @@
+#pragma once
+// Access to the shared SigV4 vectors (TFORK_SHARED_DIR/sigv4), read at run time: the
+// vectors are third-party data and are never copied into this repository.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tfork/sigv4/signer.hpp"
+
+namespace tfork::sigv4::testing {
+
+// TFORK_SHARED_DIR/sigv4/<relative>, or nullopt when it does not exist.
+std::optional<std::filesystem::path> vector_path(std::string_view relative);
+
+std::string read_text(const std::filesystem::path& file);
+
+// "20150830T123600Z" or "2015-08-30T12:36:00Z" (UTC) as a time point.
+Clock::time_point parse_utc(std::string_view text);
+
+// The value of `name` (exact case) in a wire query, or "" when absent.
+std::string query_parameter(std::string_view query, std::string_view name);
+
+// The query without the parameter `name` (exact case).
+std::string query_without(std::string_view query, std::string_view name);
+
+}  // namespace tfork::sigv4::testing
