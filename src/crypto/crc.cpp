@@ -2,10 +2,10 @@
 // S3 accepts in x-amz-checksum-* are reflected with init and xorout all ones, so one
 // template covers them; the polynomials below are the reflected forms.
 
+#include "tfork/crypto/hash.hpp"
+
 #include <array>
 #include <cstddef>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::crypto {
 namespace {
@@ -45,7 +45,8 @@ Word reflected_crc(std::string_view data, Word crc) {
       block |= static_cast<std::uint64_t>(bytes[i]) << (8U * i);  // little-endian load
     block ^= state;
     Word next = 0;
-    for (std::size_t i = 0; i < 8; ++i) next ^= tables[7 - i][(block >> (8U * i)) & 0xFFU];
+    for (std::size_t i = 0; i < 8; ++i)
+      next ^= tables[7 - i][(block >> (8U * i)) & 0xFFU];
     state = next;
     bytes += 8;
     remaining -= 8;

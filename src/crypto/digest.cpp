@@ -1,17 +1,20 @@
+#include "tfork/crypto/hash.hpp"
+
 #include <openssl/evp.h>
 
 #include <stdexcept>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::crypto {
 namespace {
 
 const EVP_MD* evp_md(Digest::Algorithm algorithm) {
   switch (algorithm) {
-    case Digest::Algorithm::md5: return EVP_md5();
-    case Digest::Algorithm::sha1: return EVP_sha1();
-    case Digest::Algorithm::sha256: return EVP_sha256();
+    case Digest::Algorithm::md5:
+      return EVP_md5();
+    case Digest::Algorithm::sha1:
+      return EVP_sha1();
+    case Digest::Algorithm::sha256:
+      return EVP_sha256();
   }
   return EVP_sha256();
 }
@@ -29,10 +32,18 @@ std::string one_shot(const EVP_MD* md, std::string_view data) {
 
 }  // namespace
 
-std::string sha256(std::string_view data) { return one_shot(EVP_sha256(), data); }
-std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
-std::string md5(std::string_view data) { return one_shot(EVP_md5(), data); }
-std::string sha1(std::string_view data) { return one_shot(EVP_sha1(), data); }
+std::string sha256(std::string_view data) {
+  return one_shot(EVP_sha256(), data);
+}
+std::string sha256_hex(std::string_view data) {
+  return to_hex(sha256(data));
+}
+std::string md5(std::string_view data) {
+  return one_shot(EVP_md5(), data);
+}
+std::string sha1(std::string_view data) {
+  return one_shot(EVP_sha1(), data);
+}
 
 struct Digest::State {
   struct ContextFree {

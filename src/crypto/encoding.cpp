@@ -1,10 +1,10 @@
 // Hex and base64 (RFC 4648 §4, standard alphabet with padding).
 
+#include "tfork/crypto/hash.hpp"
+
 #include <openssl/evp.h>
 
 #include <array>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::crypto {
 namespace {

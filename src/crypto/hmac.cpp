@@ -1,9 +1,9 @@
+#include "tfork/crypto/hash.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include <stdexcept>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::crypto {
 

@@ -1,8 +1,8 @@
+#include "tfork/crypto/hash.hpp"
+
 #include <openssl/rand.h>
 
 #include <stdexcept>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::crypto {
 namespace {
@@ -17,7 +17,9 @@ std::string random_bytes(std::size_t count) {
 
 }  // namespace
 
-std::string random_hex(std::size_t bytes) { return to_hex(random_bytes(bytes)); }
+std::string random_hex(std::size_t bytes) {
+  return to_hex(random_bytes(bytes));
+}
 
 std::string random_alnum(std::size_t length) {
   static constexpr std::string_view alphabet =

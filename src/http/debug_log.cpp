@@ -1,11 +1,11 @@
 #include "debug_log.hpp"
 
+#include "tfork/http/transport.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
-
-#include "tfork/http/transport.hpp"
 
 namespace tfork::http::debug {
 namespace {
@@ -71,7 +71,8 @@ std::string redact_header_line(std::string_view line) {
   if (colon == std::string_view::npos) return std::string(line);
   const std::string_view name = line.substr(0, colon);
   std::string_view value = line.substr(colon + 1);
-  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  while (!value.empty() && value.front() == ' ')
+    value.remove_prefix(1);
   return std::string(name) + ": " + redact_header_value(name, value);
 }
 
@@ -79,7 +80,8 @@ std::string loggable_body(std::string_view body) {
   if (names_a_secret(body)) return "(body withheld: it mentions a secret or token)";
   constexpr std::size_t k_max = 200;
   std::string out(body.substr(0, k_max));
-  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
   if (body.size() > k_max) out += "...";
   return out;
 }

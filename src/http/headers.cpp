@@ -1,21 +1,23 @@
 // Header lookup and the redaction rules of cli.md §7: no secret key, session token or
 // Authorization signature ever reaches a log line.
 
+#include "tfork/http/transport.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
 
-#include "tfork/http/transport.hpp"
-
 namespace tfork::http {
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return lower(x) == lower(y); });
 }
 
 bool icontains(std::string_view haystack, std::string_view needle) {

@@ -1,10 +1,10 @@
 // The retry rules of cli.md §7 that do not depend on libcurl.
 
+#include "tfork/http/transport.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <string_view>
-
-#include "tfork/http/transport.hpp"
 
 namespace tfork::http {
 

@@ -4,10 +4,10 @@
 // (", " from most, "," in the S3 docs), so whitespace around components is ignored.
 // Every error is one line; the server answers AuthorizationHeaderMalformed with it.
 
+#include "tfork/sigv4/signer.hpp"
+
 #include <array>
 #include <optional>
-
-#include "tfork/sigv4/signer.hpp"
 
 namespace tfork::sigv4 {
 namespace {
@@ -16,8 +16,10 @@ constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
 
 std::string_view trim(std::string_view text) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  while (!text.empty() && is_space(text.front()))
+    text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back()))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -69,6 +71,7 @@ std::expected<Authorization, std::string> parse_authorization(std::string_view h
       (rest.size() > algorithm.size() && rest[algorithm.size()] != ' '))
     return std::unexpected("unsupported authorization scheme (expected AWS4-HMAC-SHA256)");
   rest.remove_prefix(algorithm.size());
+  if (trim(rest).empty()) return std::unexpected("missing Credential, SignedHeaders and Signature");
 
   Authorization out;
   bool have_credential = false;
@@ -86,6 +89,9 @@ std::expected<Authorization, std::string> parse_authorization(std::string_view h
       return std::unexpected("component '" + std::string(component) + "' has no '='");
     const std::string_view name = component.substr(0, equals);
     const std::string_view value = component.substr(equals + 1);
+    if (value.find_first_of(" \t") != std::string_view::npos)
+      return std::unexpected(std::string(name) +
+                             " contains a space (missing ',' between components?)");
 
     if (name == "Credential") {
       if (have_credential) return std::unexpected("Credential given twice");

@@ -1,10 +1,10 @@
 // Canonical headers and signed headers, steps 4 and 5 of "Create a canonical request"
 // (AWS General Reference, SigV4).
 
+#include "tfork/sigv4/signer.hpp"
+
 #include <algorithm>
 #include <vector>
-
-#include "tfork/sigv4/signer.hpp"
 
 namespace tfork::sigv4 {
 namespace {
@@ -16,7 +16,9 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 // "Trimall": drop leading and trailing whitespace and turn each inner run into one space.
 // Tabs and folded line breaks count as whitespace too, as in @smithy/signature-v4
@@ -42,7 +44,8 @@ std::string trim_all(std::string_view value) {
 std::string signed_header_names(const std::vector<Header>& headers) {
   std::vector<std::string> names;
   names.reserve(headers.size());
-  for (const auto& header : headers) names.push_back(lowercase(header.first));
+  for (const auto& header : headers)
+    names.push_back(lowercase(header.first));
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
 

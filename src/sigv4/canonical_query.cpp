@@ -2,11 +2,11 @@
 // SigV4): each name and value URI-encoded, sorted by name then value, "name=value" joined
 // by '&'; a parameter without '=' is written "name=" (S3: "?lifecycle" -> "lifecycle=").
 
+#include "tfork/sigv4/signer.hpp"
+
 #include <algorithm>
 #include <utility>
 #include <vector>
-
-#include "tfork/sigv4/signer.hpp"
 
 namespace tfork::sigv4 {
 

@@ -5,8 +5,7 @@
 
 namespace tfork::sigv4 {
 
-std::string canonical_request(const Request& request, std::string_view signed_names,
-                              UriMode mode) {
+std::string canonical_request(const Request& request, std::string_view signed_names, UriMode mode) {
   std::string out;
   out += request.method;
   out.push_back('\n');

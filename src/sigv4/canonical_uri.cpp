@@ -1,8 +1,8 @@
 // Canonical URI, step 2 of "Create a canonical request" (AWS General Reference, SigV4).
 
-#include <vector>
-
 #include "tfork/sigv4/signer.hpp"
+
+#include <vector>
 
 namespace tfork::sigv4 {
 namespace {

@@ -1,8 +1,8 @@
 // The whole operations: header signing and query (presigned URL) signing.
 
-#include <algorithm>
-
 #include "tfork/sigv4/signer.hpp"
+
+#include <algorithm>
 
 namespace tfork::sigv4 {
 namespace {
@@ -14,7 +14,9 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
   });
 }
 
-std::string_view date8_of(std::string_view amz_date) { return amz_date.substr(0, 8); }
+std::string_view date8_of(std::string_view amz_date) {
+  return amz_date.substr(0, 8);
+}
 
 void append_parameter(std::string& query, std::string_view name, std::string_view value) {
   if (!query.empty()) query.push_back('&');
@@ -46,7 +48,8 @@ HeaderSignature sign_with_details(const Request& request, const Credentials& cre
   if (sign_token) result.headers.emplace_back("x-amz-security-token", credentials.session_token);
 
   Request signed_request = request;
-  std::erase_if(signed_request.headers, [&](const Header& header) { return replaced(header.first); });
+  std::erase_if(signed_request.headers,
+                [&](const Header& header) { return replaced(header.first); });
   signed_request.headers.insert(signed_request.headers.end(), result.headers.begin(),
                                 result.headers.end());
 
@@ -61,9 +64,9 @@ HeaderSignature sign_with_details(const Request& request, const Credentials& cre
   // aws-c-auth "omit_session_token" (post-sts-header-after): the token travels unsigned.
   if (!sign_token && !credentials.session_token.empty())
     result.headers.emplace_back("x-amz-security-token", credentials.session_token);
-  result.headers.emplace_back("authorization",
-                              authorization_value(credentials.access_key_id, scope,
-                                                  result.signed_names, result.signature));
+  result.headers.emplace_back(
+      "authorization",
+      authorization_value(credentials.access_key_id, scope, result.signed_names, result.signature));
   return result;
 }
 

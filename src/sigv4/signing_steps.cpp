@@ -1,9 +1,9 @@
 // SigV4 tasks 2–4 (AWS General Reference): string to sign, signing key, signature.
 
-#include <fmt/format.h>
-
 #include "tfork/crypto/hash.hpp"
 #include "tfork/sigv4/signer.hpp"
+
+#include <fmt/format.h>
 
 namespace tfork::sigv4 {
 

@@ -3,9 +3,9 @@
 // Headers"). Each chunk signature chains on the previous one, starting from the seed
 // (header) signature.
 
-#include <fmt/format.h>
-
 #include "tfork/sigv4/signer.hpp"
+
+#include <fmt/format.h>
 
 namespace tfork::sigv4 {
 

@@ -2,9 +2,9 @@
 // Calculations for the Authorization Header"): every byte outside RFC 3986 unreserved
 // (A-Z a-z 0-9 - _ . ~) becomes %XY with uppercase hex; '/' is kept only in paths.
 
-#include <optional>
-
 #include "tfork/sigv4/signer.hpp"
+
+#include <optional>
 
 namespace tfork::sigv4 {
 namespace {

@@ -115,12 +115,12 @@ void Db::exec(const char* sql) {
   }
 }
 
-Query Db::query(std::string_view sql) {
+Stmt& Db::statement(std::string_view sql) {
   auto it = cache_.find(std::string(sql));
   if (it == cache_.end()) {
     it = cache_.emplace(std::string(sql), std::make_unique<Stmt>(db_, sql)).first;
   }
-  return Query(*it->second);
+  return *it->second;
 }
 
 std::int64_t Db::changes() const noexcept { return sqlite3_changes64(db_); }

@@ -83,7 +83,10 @@ class Db {
   // Runs one or more statements with no parameters (schema, PRAGMAs, BEGIN/COMMIT).
   void exec(const char* sql);
   // A statement prepared once per connection and reused; the SQL text is the cache key.
-  Query query(std::string_view sql);
+  Query query(std::string_view sql) { return Query(statement(sql)); }
+  // The cached statement itself, for callers that keep it stepping across calls (listing
+  // cursors) and reset it themselves.
+  Stmt& statement(std::string_view sql);
   std::int64_t changes() const noexcept;
   sqlite3* handle() const noexcept { return db_; }
 

@@ -9,8 +9,8 @@
 
 namespace tfork::crypto {
 
-std::string sha256(std::string_view data);                            // 32 raw bytes
-std::string sha256_hex(std::string_view data);                        // 64 lowercase hex
+std::string sha256(std::string_view data);                             // 32 raw bytes
+std::string sha256_hex(std::string_view data);                         // 64 lowercase hex
 std::string hmac_sha256(std::string_view key, std::string_view data);  // 32 raw bytes
 std::string md5(std::string_view data);                                // 16 raw bytes
 std::string sha1(std::string_view data);                               // 20 raw bytes

@@ -30,10 +30,10 @@ enum class UriMode { s3, generic };
 // A request as it is (or will be) sent on the wire.
 struct Request {
   std::string method;
-  std::string path;              // percent-encoded wire path, no query, e.g. "/b/a%20b"
-  std::string query;             // wire query without '?', e.g. "list-type=2&prefix=a%2F"
-  std::vector<Header> headers;   // as sent, names in any case; must contain "host"
-  std::string payload_hash;      // hex SHA-256 of the body, "UNSIGNED-PAYLOAD" or STREAMING-*
+  std::string path;             // percent-encoded wire path, no query, e.g. "/b/a%20b"
+  std::string query;            // wire query without '?', e.g. "list-type=2&prefix=a%2F"
+  std::vector<Header> headers;  // as sent, names in any case; must contain "host"
+  std::string payload_hash;     // hex SHA-256 of the body, "UNSIGNED-PAYLOAD" or STREAMING-*
 };
 
 struct SigningParams {
@@ -67,16 +67,16 @@ std::string signed_header_names(const std::vector<Header>& headers);
 // collapsed, several values of one name joined by ',' in the order they appear.
 std::string canonical_headers(const std::vector<Header>& headers, std::string_view signed_names);
 
-std::string canonical_request(const Request& request, std::string_view signed_names,
-                              UriMode mode);
+std::string canonical_request(const Request& request, std::string_view signed_names, UriMode mode);
 
 std::string amz_date(Clock::time_point time);  // "20150830T123600Z"
-std::string credential_scope(std::string_view date8, std::string_view region,
-                             std::string_view service);  // "20150830/us-east-1/service/aws4_request"
+std::string credential_scope(
+    std::string_view date8, std::string_view region,
+    std::string_view service);  // "20150830/us-east-1/service/aws4_request"
 std::string string_to_sign(std::string_view amz_date, std::string_view scope,
                            std::string_view canonical_request);
 std::string signing_key(std::string_view secret, std::string_view date8, std::string_view region,
-                        std::string_view service);  // raw bytes
+                        std::string_view service);                                     // raw bytes
 std::string signature(std::string_view signing_key, std::string_view string_to_sign);  // hex
 // "AWS4-HMAC-SHA256 Credential=<key>/<scope>, SignedHeaders=<names>, Signature=<hex>"
 std::string authorization_value(std::string_view access_key_id, std::string_view scope,

@@ -3,6 +3,23 @@
 // content-addressed immutable blob files. A bucket is a chain of layers: a fork is one row
 // (parent, horizon), reads fall through the chain at each layer's horizon, tombstones shadow,
 // listings merge the layers in key order. Every storage choice lives behind this class.
+//
+// Rules callers rely on (implementation: src/store/):
+// * Thread safety: every method may be called concurrently. Writes are serialised behind one
+//   writer connection (BEGIN IMMEDIATE); each read runs in one SQLite read transaction, so a
+//   call sees one consistent state (§6.8).
+// * Seqs are assigned under the writer lock as max(now_ns, last_seq + 1) and persisted, so
+//   they never repeat or go backwards, across restarts too.
+// * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
+//   that names them. A blob file is immutable; stream it from blob_path() with no lock held.
+// * ETags: put_object and put_part store the caller's etag (md5 hex of the content).
+//   complete_upload computes the multipart ETag itself with multipart_etag() below — the one
+//   place that rule lives.
+// * Listing results carry key, seq, size, etag, content_type and checksums; user_meta and
+//   parts are left empty (ListObjects does not return them; use get_object).
+// * Snapshot-enabled buckets (and all forks) keep every version, so any ns timestamp can be
+//   read. A regular root bucket keeps only the live version of a key, plus versions pinned by
+//   snapshots it took while it was snapshot-enabled; `at` reads there are best effort.
 
 #include <cstdint>
 #include <expected>
@@ -207,6 +224,32 @@ class Store {
   virtual Result<void> delete_access_key(std::string_view id) = 0;
   virtual Result<void> update_access_key_roles(std::string_view id,
                                                std::vector<BucketRole> roles) = 0;
+
+  // ---- additions (default implementations keep existing subclasses and fakes compiling)
+
+  // Like delete_object, and says what it wrote: the tombstone's seq (the delete marker's
+  // version id), or nullopt when nothing was visible or the rows were removed outright
+  // (a regular root bucket keeps no delete markers).
+  virtual Result<std::optional<Seq>> delete_object_version(std::string_view bucket,
+                                                           std::string_view key) {
+    auto done = delete_object(bucket, key);
+    if (!done) return std::unexpected(std::move(done.error()));
+    return std::nullopt;
+  }
+
+  // Where a caller may stream an upload before adopt_blob (same filesystem as the blobs, so
+  // adoption is a rename; emptied on every open).
+  virtual std::filesystem::path tmp_dir() const { return std::filesystem::temp_directory_path(); }
+
+  // Moves a fully written file into the blob store under `sha256_hex`, which the caller
+  // computed while streaming (§6.6 steps 2-4); fsyncs per durability. The file is consumed.
+  virtual Result<BlobRef> adopt_blob(const std::filesystem::path& file,
+                                     std::string_view sha256_hex);
 };
+
+// The S3 multipart ETag: md5 over the concatenated binary md5s of the parts, in hex, then
+// "-<number of parts>" (e.g. "9b2cf535f27731c974343645a3985328-2"). `part_md5_hex` are the
+// parts' etags without quotes. nullopt when one is not 32 hex digits.
+std::optional<std::string> multipart_etag(const std::vector<std::string>& part_md5_hex);
 
 }  // namespace tfork::store

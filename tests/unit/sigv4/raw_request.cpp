@@ -1,9 +1,9 @@
 #include "raw_request.hpp"
 
+#include "tfork/crypto/hash.hpp"
+
 #include <stdexcept>
 #include <vector>
-
-#include "tfork/crypto/hash.hpp"
 
 namespace tfork::sigv4::testing {
 namespace {
@@ -26,7 +26,8 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 RawRequest parse_raw_request(std::string_view text) {
   // Some files start with a stray blank line; it is not part of the request.
-  while (text.starts_with('\n')) text.remove_prefix(1);
+  while (text.starts_with('\n'))
+    text.remove_prefix(1);
   const std::vector<std::string_view> lines = split_lines(text);
   if (lines.empty()) throw std::runtime_error("empty request file");
 

@@ -1,10 +1,10 @@
 #pragma once
 // Parser of the raw HTTP/1.1 requests in the AWS test suites (.req, request.txt).
 
+#include "tfork/sigv4/signer.hpp"
+
 #include <string>
 #include <string_view>
-
-#include "tfork/sigv4/signer.hpp"
 
 namespace tfork::sigv4::testing {
 

@@ -2,12 +2,12 @@
 // Access to the shared SigV4 vectors (TFORK_SHARED_DIR/sigv4), read at run time: the
 // vectors are third-party data and are never copied into this repository.
 
+#include "tfork/sigv4/signer.hpp"
+
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include "tfork/sigv4/signer.hpp"
 
 namespace tfork::sigv4::testing {
 

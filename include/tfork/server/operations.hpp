@@ -1,0 +1,91 @@
+#pragma once
+// Internal to the handler: the per-request context and one function per operation, split
+// into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).
+// Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tfork/server/errors.hpp"
+#include "tfork/server/http_types.hpp"
+#include "tfork/server/payload.hpp"
+#include "tfork/server/principal.hpp"
+#include "tfork/server/target.hpp"
+#include "tfork/store/store.hpp"
+
+namespace tfork::server {
+
+struct Context {
+  const Request& request;
+  const Target& target;
+  store::Store& store;
+  Principal principal;
+  DecodedBody body;          // de-framed and verified
+  store::Metadata checksums;  // verified x-amz-checksum-* values of the body
+  std::chrono::system_clock::time_point now;
+
+  bool is_head() const { return request.method == "HEAD"; }
+  const std::string* header(std::string_view name) const { return request.header(name); }
+  bool wants_json() const;  // Accept: application/json
+};
+
+// Unwraps a store result or throws the mapped S3 error (naming the bucket and key).
+template <class T>
+T check(store::Result<T> result, std::string_view bucket = {}, std::string_view key = {}) {
+  if (!result) throw S3Exception(store_error(result.error(), std::string(bucket), std::string(key)));
+  if constexpr (!std::is_void_v<T>) return std::move(*result);
+}
+
+// Throws AccessDenied unless allowed (principal.hpp).
+void require(const Context& context, std::string_view bucket, Access access);
+
+// X-Tigris-Snapshot-Version as a Seq (400 InvalidArgument when not a decimal ns timestamp).
+std::optional<store::Seq> snapshot_version(const Context& context);
+std::optional<store::Seq> parse_seq(std::string_view text);
+
+Response xml_response(int status, std::string body);
+Response json_response(int status, std::string body);
+
+// ---- buckets (bucket_ops.cpp)
+Response list_buckets(Context& context);
+Response create_bucket(Context& context);  // plain, snapshot-enabled, snapshot, fork
+Response head_bucket(Context& context);
+Response delete_bucket(Context& context);  // bucket (plain/force) or one snapshot
+Response bucket_metadata(Context& context);  // GET /<b>?metadata (JSON)
+Response patch_bucket(Context& context);     // PATCH /<b> {"type":0|1}
+Response bucket_location(Context& context);
+Response bucket_versioning(Context& context);
+
+// ---- listing (listing_ops.cpp)
+Response list_objects(Context& context, int version);
+
+// ---- objects (object_ops.cpp)
+Response put_object(Context& context);
+Response get_object(Context& context);  // GET and HEAD
+Response delete_object(Context& context);
+Response delete_objects(Context& context);
+Response copy_object(Context& context);
+
+// ---- multipart (multipart_ops.cpp)
+Response create_multipart_upload(Context& context);
+Response upload_part(Context& context);
+Response complete_multipart_upload(Context& context);
+Response abort_multipart_upload(Context& context);
+Response list_parts(Context& context);
+
+// ---- IAM (iam_ops.cpp)
+// Whether the request is an IAM call (POST / with Action in the query or form body, or
+// ?Detailed), tigris-wire §3.2.
+bool is_iam_request(const Request& request, const Target& target);
+Response iam_dispatch(Context& context);
+
+// Validation shared by the operations.
+inline constexpr std::size_t k_max_key_bytes = 1024;
+void check_key(const Context& context);  // 400 KeyTooLongError
+bool valid_bucket_name(std::string_view name);  // tigris-wire §2.1 rules
+
+}  // namespace tfork::server

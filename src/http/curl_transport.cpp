@@ -1,0 +1,606 @@
+// The libcurl Transport: one persistent multi handle drives every call, so connections (and
+// TLS sessions, through a share handle) are reused across calls; send() is send_all() of one.
+// The loop follows curl's docs/examples/10-at-a-time.c: at most `max_parallel` easy handles are
+// added at once, and a request waiting for its retry backoff (cli.md §7) sits in a queue of
+// "ready at" times instead of holding a slot or blocking the loop.
+
+#include "tfork/http/transport.hpp"
+
+#include "curl_handles.hpp"
+#include "debug_log.hpp"
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tfork::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How often the loop looks at Options::cancel while transfers run or wait.
+constexpr milliseconds k_poll_interval{50};
+
+// "host:port" of a URL for error messages: never the path or query (a presigned URL carries
+// its signature there) and never user info.
+std::string host_port(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const std::string_view scheme =
+      scheme_end == std::string_view::npos ? std::string_view{} : url.substr(0, scheme_end);
+  std::string_view authority =
+      scheme_end == std::string_view::npos ? url : url.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  const auto bracket = authority.rfind(']');
+  const auto colon = authority.rfind(':');
+  const bool has_port =
+      colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket);
+  std::string out(authority);
+  if (!has_port) out += scheme == "https" ? ":443" : ":80";
+  return out;
+}
+
+TransportError::Kind kind_of(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return TransportError::Kind::dns;
+    case CURLE_COULDNT_CONNECT:
+      return TransportError::Kind::connect;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+      return TransportError::Kind::tls;
+    case CURLE_OPERATION_TIMEDOUT:
+      return TransportError::Kind::timeout;
+    default:
+      return TransportError::Kind::other;
+  }
+}
+
+// Connection errors and timeouts are retried (cli.md §7), including the ambiguous ones where
+// the request may have reached the server; certificate and usage errors are not.
+bool is_retryable(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string with_attempts(std::string message, int attempts) {
+  if (attempts > 1) message += " (after " + std::to_string(attempts) + " attempts)";
+  return message;
+}
+
+TransportError cancelled_error(const Request& request, int attempts) {
+  return TransportError{TransportError::Kind::cancelled,
+                        "request to " + host_port(request.url) + " cancelled", attempts};
+}
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool has_line_break(std::string_view text) {
+  return text.find_first_of("\r\n") != std::string_view::npos;
+}
+
+// One send of one request: the easy handle plus everything its callbacks write into.
+struct Transfer {
+  std::size_t index = 0;
+  const Request* request = nullptr;
+  int attempts = 0;  // sends so far, this one included
+  curl::Easy easy;
+  curl::Slist headers;
+  Response response;
+  std::shared_ptr<spdlog::logger> log;  // set only with Options::debug
+  char error[CURL_ERROR_SIZE] = {};
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  transfer->response.body.append(data, size * count);
+  return size * count;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const std::string_view line = trim(std::string_view(data, size * count));
+  if (line.starts_with("HTTP/")) {
+    // A new status line (after "100 Continue", say) starts a new header block.
+    transfer->response.headers.clear();
+  } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
+    transfer->response.headers.emplace_back(std::string(trim(line.substr(0, colon))),
+                                            std::string(trim(line.substr(colon + 1))));
+  }
+  return size * count;
+}
+
+// CURLOPT_DEBUGFUNCTION: the exact request and response header lines as on the wire, redacted.
+int on_debug(CURL*, curl_infotype type, char* data, std::size_t size, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  if (type != CURLINFO_HEADER_OUT && type != CURLINFO_HEADER_IN) return 0;
+  std::string_view block(data, size);
+  bool first = true;
+  while (!block.empty()) {
+    const auto end = block.find('\n');
+    const std::string_view line = trim(block.substr(0, end));
+    block.remove_prefix(end == std::string_view::npos ? block.size() : end + 1);
+    if (line.empty()) continue;
+    if (type == CURLINFO_HEADER_OUT) {
+      // curl hands over the whole request head at once; its first line is the request line.
+      const std::string shown =
+          first ? debug::redact_request_line(line) : debug::redact_header_line(line);
+      transfer->log->debug("[#{}] > {}", transfer->index, shown);
+    } else {
+      const std::string shown =
+          line.starts_with("HTTP/") ? std::string(line) : debug::redact_header_line(line);
+      transfer->log->debug("[#{}] < {}", transfer->index, shown);
+    }
+    first = false;
+  }
+  return 0;
+}
+
+class CurlTransport final : public Transport {
+ public:
+  explicit CurlTransport(const Options& options)
+      : options_(options), random_(std::random_device{}()) {
+    curl::ensure_global_init();
+    multi_.reset(curl_multi_init());
+    share_.reset(curl_share_init());
+    if (!multi_ || !share_) throw std::runtime_error("libcurl: cannot create a multi handle");
+    // HTTP/2 streams share a connection where the server offers it (ALPN on https).
+    curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    // Resumed TLS sessions make each new connection to the same host cheaper. Every use of
+    // the share handle happens under mutex_, so it needs no lock callbacks.
+    curl_share_setopt(share_.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  }
+
+  ~CurlTransport() override = default;
+  CurlTransport(const CurlTransport&) = delete;
+  CurlTransport& operator=(const CurlTransport&) = delete;
+
+  Result send(const Request& request) override {
+    auto results = send_all(std::span<const Request>(&request, 1), 1, {});
+    return std::move(results.front());
+  }
+
+  std::vector<Result> send_all(
+      std::span<const Request> requests, std::size_t max_parallel,
+      const std::function<void(std::size_t, const Result&)>& on_done) override {
+    const std::lock_guard lock(mutex_);
+    Batch batch(*this, requests, std::max<std::size_t>(max_parallel, 1), on_done);
+    return batch.run();
+  }
+
+ private:
+  // The state of one send_all call. Its destructor detaches whatever is still attached to the
+  // multi handle, so an exception from on_done leaves the transport usable.
+  class Batch {
+   public:
+    Batch(CurlTransport& owner, std::span<const Request> requests, std::size_t parallel,
+          const std::function<void(std::size_t, const Result&)>& on_done)
+        : owner_(owner),
+          requests_(requests),
+          parallel_(parallel),
+          on_done_(on_done),
+          results_(requests.size()) {
+      for (std::size_t i = 0; i < requests.size(); ++i)
+        pending_.push_back(i);
+      CURLM* multi = owner_.multi_.get();
+      const auto limit = static_cast<long>(parallel_);
+      // N requests at max_parallel P use at most P connections (cli.md §9), and the cache
+      // keeps as many as the widest batch so far for the next call.
+      owner_.max_connects_ = std::max(owner_.max_connects_, limit);
+      curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limit);
+      curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limit);
+      curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, owner_.max_connects_);
+      if (owner_.options_.debug) log_ = debug::logger();
+    }
+
+    ~Batch() {
+      for (const auto& transfer : active_) {
+        curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
+      }
+    }
+
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+    std::vector<Result> run() {
+      CURLM* multi = owner_.multi_.get();
+      while (finished_ < results_.size()) {
+        if (cancelled()) {
+          cancel_unfinished();
+          break;
+        }
+        start_ready();
+        int running = 0;
+        if (const CURLMcode code = curl_multi_perform(multi, &running); code != CURLM_OK) {
+          fail_unfinished(code);
+          break;
+        }
+        if (collect_finished()) continue;  // free slots: refill before waiting
+        if (finished_ == results_.size()) break;
+        curl_multi_poll(multi, nullptr, 0, poll_timeout_ms(), nullptr);
+      }
+      std::vector<Result> out;
+      out.reserve(results_.size());
+      for (auto& result : results_)
+        out.push_back(std::move(*result));
+      return out;
+    }
+
+   private:
+    struct Waiting {
+      Clock::time_point ready_at;
+      std::size_t index;
+      int attempts;
+    };
+
+    bool cancelled() const {
+      return owner_.options_.cancel != nullptr &&
+             owner_.options_.cancel->load(std::memory_order_relaxed);
+    }
+
+    int max_attempts() const { return std::max(owner_.options_.retry.max_attempts, 1); }
+
+    void finish(std::size_t index, Result result) {
+      results_[index] = std::move(result);
+      ++finished_;
+      if (on_done_) on_done_(index, *results_[index]);
+    }
+
+    // Fills free slots: retries whose backoff is over first, then requests not yet sent.
+    void start_ready() {
+      while (active_.size() < parallel_) {
+        const auto due = std::min_element(
+            waiting_.begin(), waiting_.end(),
+            [](const Waiting& a, const Waiting& b) { return a.ready_at < b.ready_at; });
+        if (due != waiting_.end() && due->ready_at <= Clock::now()) {
+          const Waiting next = *due;
+          waiting_.erase(due);
+          start(next.index, next.attempts);
+        } else if (!pending_.empty()) {
+          const std::size_t index = pending_.front();
+          pending_.pop_front();
+          start(index, 0);
+        } else {
+          break;
+        }
+      }
+    }
+
+    void start(std::size_t index, int attempts_so_far) {
+      const Request& request = requests_[index];
+      auto transfer = std::make_unique<Transfer>();
+      transfer->index = index;
+      transfer->request = &request;
+      transfer->attempts = attempts_so_far + 1;
+      transfer->log = log_;
+      transfer->easy.reset(curl_easy_init());
+      if (!transfer->easy) {
+        finish(index,
+               std::unexpected(TransportError{TransportError::Kind::other,
+                                              "libcurl: cannot create a handle", attempts_so_far}));
+        return;
+      }
+      if (auto problem = configure(*transfer)) {
+        finish(index, std::unexpected(TransportError{TransportError::Kind::other,
+                                                     std::move(*problem), attempts_so_far}));
+        return;
+      }
+      if (curl_multi_add_handle(owner_.multi_.get(), transfer->easy.get()) != CURLM_OK) {
+        finish(index, std::unexpected(TransportError{TransportError::Kind::other,
+                                                     "libcurl: cannot start a transfer",
+                                                     attempts_so_far}));
+        return;
+      }
+      active_.push_back(std::move(transfer));
+    }
+
+    // Sets every option of one send; a message when the request cannot be sent as given.
+    std::optional<std::string> configure(Transfer& transfer) {
+      const Request& request = *transfer.request;
+      const Options& options = owner_.options_;
+      CURL* easy = transfer.easy.get();
+
+      bool has_accept = false, has_content_type = false, has_expect = false, has_agent = false;
+      for (const auto& [name, value] : request.headers) {
+        if (name.empty() || has_line_break(name) || has_line_break(value) ||
+            name.find(':') != std::string::npos) {
+          return "request to " + host_port(request.url) + " has an invalid header";
+        }
+        // "Name;" is curl's spelling of a header with an empty value ("Name:" would delete it).
+        transfer.headers.append(value.empty() ? name + ";" : name + ": " + value);
+        const std::string lower = lowercase(name);
+        has_accept |= lower == "accept";
+        has_content_type |= lower == "content-type";
+        has_expect |= lower == "expect";
+        has_agent |= lower == "user-agent";
+      }
+      // Requests arrive signed: curl must not add headers of its own. "Name:" removes one.
+      if (!has_accept) transfer.headers.append("Accept:");
+      if (!has_content_type) transfer.headers.append("Content-Type:");
+      if (!has_expect) transfer.headers.append("Expect:");
+      if (!has_agent && !options.user_agent.empty()) {
+        transfer.headers.append("User-Agent: " + options.user_agent);
+      }
+      if (has_line_break(request.url) || has_line_break(request.method)) {
+        return "request to " + host_port(request.url) + " has an invalid URL or method";
+      }
+
+      curl_easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
+      curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+      curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);  // S3 paths are never normalised
+      curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer.headers.get());
+#if LIBCURL_VERSION_NUM >= 0x075500
+      curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+      curl_easy_setopt(easy, CURLOPT_SHARE, owner_.share_.get());
+      curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+      curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+      curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, transfer.error);
+      curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+      curl_easy_setopt(easy, CURLOPT_WRITEDATA, &transfer);
+      curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+      curl_easy_setopt(easy, CURLOPT_HEADERDATA, &transfer);
+
+      curl_easy_setopt(
+          easy, CURLOPT_CONNECTTIMEOUT_MS,
+          static_cast<long>(std::max<milliseconds::rep>(options.connect_timeout.count(), 1)));
+      // A stall is "less than 1 byte/s for read_timeout", which curl counts in whole seconds.
+      const auto stall_seconds =
+          std::max<milliseconds::rep>((options.read_timeout.count() + 999) / 1000, 1);
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, static_cast<long>(stall_seconds));
+
+      if (!options.ca_bundle.empty())
+        curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_bundle.c_str());
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+
+      if (request.method == "HEAD") {
+        curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+      } else if (request.method == "GET" && request.body.empty()) {
+        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+      } else if (request.method == "PUT" || request.method == "POST" || !request.body.empty()) {
+        // The body goes out from memory with a Content-Length (0 for an empty PUT or POST); the
+        // custom method keeps curl from treating it as a form POST.
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                         static_cast<curl_off_t>(request.body.size()));
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      } else {
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      }
+
+      if (transfer.log) {
+        curl_easy_setopt(easy, CURLOPT_DEBUGFUNCTION, on_debug);
+        curl_easy_setopt(easy, CURLOPT_DEBUGDATA, &transfer);
+        curl_easy_setopt(easy, CURLOPT_VERBOSE, 1L);
+      }
+      return std::nullopt;
+    }
+
+    // Reads curl's completion messages; true when at least one transfer ended.
+    bool collect_finished() {
+      bool any = false;
+      int queued = 0;
+      while (CURLMsg* message = curl_multi_info_read(owner_.multi_.get(), &queued)) {
+        if (message->msg != CURLMSG_DONE) continue;
+        const CURLcode code = message->data.result;
+        auto found = std::find_if(active_.begin(), active_.end(), [&](const auto& transfer) {
+          return transfer->easy.get() == message->easy_handle;
+        });
+        if (found == active_.end()) continue;
+        std::unique_ptr<Transfer> transfer = std::move(*found);
+        active_.erase(found);
+        curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
+        any = true;
+        completed(*transfer, code);
+      }
+      return any;
+    }
+
+    void completed(Transfer& transfer, CURLcode code) {
+      const Request& request = *transfer.request;
+      Result result;
+      bool retry = false;
+      if (code == CURLE_OK) {
+        long status = 0;
+        curl_easy_getinfo(transfer.easy.get(), CURLINFO_RESPONSE_CODE, &status);
+        transfer.response.status = static_cast<int>(status);
+        transfer.response.attempts = transfer.attempts;
+        if (log_ && status >= 400 && !transfer.response.body.empty()) {
+          log_->debug("[#{}] < body: {}", transfer.index,
+                      debug::loggable_body(transfer.response.body));
+        }
+        retry = is_retryable_response(transfer.response);
+        result = std::move(transfer.response);
+      } else {
+        const TransportError::Kind kind = kind_of(code);
+        std::string detail = transfer.error[0] != '\0' ? transfer.error : curl_easy_strerror(code);
+        std::replace_if(
+            detail.begin(), detail.end(), [](char c) { return c == '\r' || c == '\n'; }, ' ');
+        std::string what;
+        switch (kind) {
+          case TransportError::Kind::dns:
+            what = "resolve " + host_port(request.url) + " failed: ";
+            break;
+          case TransportError::Kind::connect:
+            what = "connect to " + host_port(request.url) + " failed: ";
+            break;
+          case TransportError::Kind::tls:
+            what = "TLS with " + host_port(request.url) + " failed: ";
+            break;
+          case TransportError::Kind::timeout:
+            what = "request to " + host_port(request.url) + " timed out: ";
+            break;
+          default:
+            what = "request to " + host_port(request.url) + " failed: ";
+            break;
+        }
+        if (log_) log_->debug("[#{}] ! {}{}", transfer.index, what, detail);
+        result = std::unexpected(
+            TransportError{kind, with_attempts(what + std::string(trim(detail)), transfer.attempts),
+                           transfer.attempts});
+        retry = is_retryable(code);
+      }
+
+      if (retry && transfer.attempts < max_attempts() && cancelled()) {
+        // It would have been sent again: it is unfinished, so it ends as cancelled.
+        finish(transfer.index, std::unexpected(cancelled_error(request, transfer.attempts)));
+        return;
+      }
+      if (retry && transfer.attempts < max_attempts()) {
+        const auto ceiling = backoff_ceiling(owner_.options_.retry, transfer.attempts);
+        const milliseconds delay{
+            std::uniform_int_distribution<milliseconds::rep>(0, ceiling.count())(owner_.random_)};
+        if (log_) {
+          log_->debug("[#{}] retrying in {} ms (attempt {} of {})", transfer.index, delay.count(),
+                      transfer.attempts + 1, max_attempts());
+        }
+        waiting_.push_back(Waiting{Clock::now() + delay, transfer.index, transfer.attempts});
+        return;
+      }
+      finish(transfer.index, std::move(result));
+    }
+
+    // Options::cancel: every transfer in flight is dropped now, and every request not finished
+    // ends as cancelled (in input order), with the number of sends it already had.
+    void cancel_unfinished() {
+      std::vector<std::pair<std::size_t, int>> unfinished;
+      for (const auto& transfer : active_) {
+        curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
+        unfinished.emplace_back(transfer->index, transfer->attempts);
+      }
+      active_.clear();
+      for (const auto& waiting : waiting_)
+        unfinished.emplace_back(waiting.index, waiting.attempts);
+      waiting_.clear();
+      for (const std::size_t index : pending_)
+        unfinished.emplace_back(index, 0);
+      pending_.clear();
+      std::sort(unfinished.begin(), unfinished.end());
+      for (const auto& [index, attempts] : unfinished) {
+        finish(index, std::unexpected(cancelled_error(requests_[index], attempts)));
+      }
+    }
+
+    void fail_unfinished(CURLMcode code) {
+      std::vector<std::pair<std::size_t, int>> unfinished;
+      for (const auto& transfer : active_) {
+        curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
+        unfinished.emplace_back(transfer->index, transfer->attempts);
+      }
+      active_.clear();
+      for (const auto& waiting : waiting_)
+        unfinished.emplace_back(waiting.index, waiting.attempts);
+      waiting_.clear();
+      for (const std::size_t index : pending_)
+        unfinished.emplace_back(index, 0);
+      pending_.clear();
+      std::sort(unfinished.begin(), unfinished.end());
+      for (const auto& [index, attempts] : unfinished) {
+        finish(index, std::unexpected(TransportError{
+                          TransportError::Kind::other,
+                          std::string("libcurl: ") + curl_multi_strerror(code), attempts}));
+      }
+    }
+
+    // Short enough to notice Options::cancel promptly, and no later than the next retry's
+    // ready time when a slot is free for it. curl_multi_poll also wakes for curl's own timers.
+    int poll_timeout_ms() const {
+      milliseconds wait = k_poll_interval;
+      if (active_.size() < parallel_) {
+        const auto now = Clock::now();
+        for (const auto& waiting : waiting_) {
+          const auto until = std::chrono::ceil<milliseconds>(waiting.ready_at - now);
+          wait = std::min(wait, std::max(until, milliseconds{0}));
+        }
+      }
+      return static_cast<int>(wait.count());
+    }
+
+    CurlTransport& owner_;
+    std::span<const Request> requests_;
+    std::size_t parallel_;
+    const std::function<void(std::size_t, const Result&)>& on_done_;
+    std::vector<std::optional<Result>> results_;
+    std::size_t finished_ = 0;
+    std::deque<std::size_t> pending_;
+    std::vector<Waiting> waiting_;
+    std::vector<std::unique_ptr<Transfer>> active_;
+    std::shared_ptr<spdlog::logger> log_;
+  };
+
+  Options options_;
+  std::mutex mutex_;  // one call at a time: a multi handle belongs to one thread
+  std::mt19937_64 random_;
+  long max_connects_ = 1;
+  // Destroyed in reverse order: the multi handle (and the connections it caches) before the
+  // share handle that holds their TLS sessions. Easy handles live only inside a Batch.
+  curl::Share share_;
+  curl::Multi multi_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_curl_transport(const Options& options) {
+  return std::make_unique<CurlTransport>(options);
+}
+
+}  // namespace tfork::http

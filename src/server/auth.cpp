@@ -1,0 +1,278 @@
+#include "tfork/server/auth.hpp"
+
+#include <array>
+#include <charconv>
+
+#include "tfork/crypto/hash.hpp"
+#include "tfork/server/time_format.hpp"
+#include "tfork/sigv4/signer.hpp"
+
+namespace tfork::server {
+namespace {
+
+constexpr std::string_view k_algorithm = "AWS4-HMAC-SHA256";
+
+S3Error auth_error(Err id, std::string message = {}) { return make_error(id, std::move(message)); }
+
+bool is_hex64(std::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+  }
+  return true;
+}
+
+std::string to_lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
+// x-amz-content-sha256 → payload mode (server-design §5.2).
+std::optional<PayloadMode> payload_mode(std::string_view value) {
+  if (value == "UNSIGNED-PAYLOAD") return PayloadMode::unsigned_payload;
+  if (value == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") return PayloadMode::streaming_signed;
+  if (value == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") {
+    return PayloadMode::streaming_signed_trailer;
+  }
+  if (value == "STREAMING-UNSIGNED-PAYLOAD-TRAILER") return PayloadMode::streaming_unsigned_trailer;
+  if (is_hex64(value)) return PayloadMode::sha256;
+  return std::nullopt;
+}
+
+bool signed_names_contain(std::string_view names, std::string_view wanted) {
+  while (!names.empty()) {
+    const auto semi = names.find(';');
+    if (names.substr(0, semi) == wanted) return true;
+    if (semi == std::string_view::npos) break;
+    names.remove_prefix(semi + 1);
+  }
+  return false;
+}
+
+// The wire query without X-Amz-Signature (a presigned URL signs everything else).
+std::string query_without_signature(std::string_view query) {
+  std::string out;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto name = pair.substr(0, pair.find('='));
+    if (name == "X-Amz-Signature") continue;
+    if (!out.empty()) out.push_back('&');
+    out.append(pair);
+  }
+  return out;
+}
+
+// The part shared by header and query auth: look up the key, rebuild the canonical request
+// from the client's SignedHeaders and compare signatures.
+std::expected<Authenticated, S3Error> verify_signature(
+    const Request& request, const Target& target, const KeyLookup& lookup,
+    const sigv4::Authorization& authorization, std::string_view amz_date, std::string wire_query,
+    std::string payload_hash) {
+  if (authorization.service != "s3" && authorization.service != "iam") {
+    return std::unexpected(auth_error(Err::authorization_header_malformed,
+                                      "The credential scope's service must be s3 or iam."));
+  }
+  if (amz_date.substr(0, 8) != authorization.date8) {
+    return std::unexpected(auth_error(Err::authorization_header_malformed,
+                                      "The credential date does not match the request date."));
+  }
+  if (!signed_names_contain(authorization.signed_headers, "host")) {
+    return std::unexpected(auth_error(Err::authorization_header_malformed,
+                                      "SignedHeaders must include host."));
+  }
+  auto key = lookup(authorization.access_key_id);
+  if (!key) return std::unexpected(auth_error(Err::invalid_access_key_id));
+
+  sigv4::Request canonical_input;
+  canonical_input.method = request.method;
+  canonical_input.path = target.wire_path;
+  canonical_input.query = std::move(wire_query);
+  canonical_input.headers = request.headers;
+  canonical_input.payload_hash = payload_hash;
+  const auto canonical = sigv4::canonical_request(canonical_input, authorization.signed_headers,
+                                                  sigv4::UriMode::s3);
+  const auto scope =
+      sigv4::credential_scope(authorization.date8, authorization.region, authorization.service);
+  const auto to_sign = sigv4::string_to_sign(amz_date, scope, canonical);
+  auto signing_key = sigv4::signing_key(key->secret, authorization.date8, authorization.region,
+                                        authorization.service);
+  const auto expected = sigv4::signature(signing_key, to_sign);
+  if (!signatures_equal(expected, to_lower(authorization.signature))) {
+    return std::unexpected(auth_error(Err::signature_does_not_match));
+  }
+
+  Authenticated out;
+  out.principal = std::move(key->principal);
+  out.amz_date = std::string(amz_date);
+  out.scope = scope;
+  out.signing_key = std::move(signing_key);
+  out.seed_signature = expected;
+  if (auto mode = payload_mode(payload_hash)) out.payload_mode = *mode;
+  if (out.payload_mode == PayloadMode::sha256) out.payload_sha256 = to_lower(payload_hash);
+  return out;
+}
+
+std::expected<Authenticated, S3Error> header_auth(const Request& request, const Target& target,
+                                                  const KeyLookup& lookup,
+                                                  const AuthOptions& options,
+                                                  std::string_view header_value) {
+  if (!header_value.starts_with(k_algorithm)) {
+    return std::unexpected(auth_error(Err::authorization_header_malformed,
+                                      "Only AWS4-HMAC-SHA256 (SigV4) is supported."));
+  }
+  auto authorization = sigv4::parse_authorization(header_value);
+  if (!authorization) {
+    return std::unexpected(auth_error(Err::authorization_header_malformed, authorization.error()));
+  }
+
+  // The signing time: x-amz-date, else the Date header.
+  std::string amz_date;
+  std::optional<Clock::time_point> time;
+  if (const auto* value = request.header("x-amz-date")) {
+    amz_date = *value;
+    time = parse_amz_date(amz_date);
+  } else if (const auto* date = request.header("date")) {
+    time = parse_http_date(*date);
+    if (time) amz_date = sigv4::amz_date(*time);
+  }
+  if (!time) {
+    return std::unexpected(auth_error(
+        Err::access_denied, "AWS authentication requires a valid Date or x-amz-date header"));
+  }
+  const auto skew = options.now > *time ? options.now - *time : *time - options.now;
+  if (skew > k_max_clock_skew) return std::unexpected(auth_error(Err::request_time_too_skewed));
+
+  std::string payload_hash;
+  if (const auto* value = request.header("x-amz-content-sha256")) {
+    payload_hash = *value;
+    if (!payload_mode(payload_hash)) return std::unexpected(auth_error(Err::invalid_content_sha256));
+  } else if (options.iam) {
+    // IAM clients signing as service "iam" (botocore, Go) leave the header out and sign the
+    // body's hash (tigris-wire §1.2).
+    payload_hash = crypto::sha256_hex(request.body);
+  } else {
+    return std::unexpected(auth_error(Err::missing_content_sha256));
+  }
+  return verify_signature(request, target, lookup, *authorization, amz_date, target.wire_query,
+                          std::move(payload_hash));
+}
+
+std::expected<Authenticated, S3Error> query_auth(const Request& request, const Target& target,
+                                                 const KeyLookup& lookup,
+                                                 const AuthOptions& options) {
+  auto param = [&](std::string_view name) -> std::string {
+    const auto* value = target.get(name);
+    return value ? *value : std::string{};
+  };
+  const auto malformed = [](std::string message) {
+    return std::unexpected(auth_error(Err::authorization_query_malformed, std::move(message)));
+  };
+  if (param("X-Amz-Algorithm") != k_algorithm) {
+    return malformed("X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
+  }
+  const auto credential = param("X-Amz-Credential");
+  const auto amz_date = param("X-Amz-Date");
+  const auto expires_text = param("X-Amz-Expires");
+  sigv4::Authorization authorization;
+  authorization.signed_headers = param("X-Amz-SignedHeaders");
+  authorization.signature = param("X-Amz-Signature");
+  if (credential.empty() || amz_date.empty() || expires_text.empty() ||
+      authorization.signed_headers.empty() || authorization.signature.empty()) {
+    return malformed(
+        "Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, "
+        "X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.");
+  }
+  // AK/20130524/us-east-1/s3/aws4_request
+  std::array<std::string, 5> parts;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto slash = i + 1 < parts.size() ? credential.find('/', start) : std::string::npos;
+    if (i + 1 < parts.size() && slash == std::string::npos) return malformed("X-Amz-Credential is malformed");
+    parts[i] = credential.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    start = slash + 1;
+  }
+  if (parts[4] != "aws4_request") return malformed("X-Amz-Credential is malformed");
+  authorization.access_key_id = parts[0];
+  authorization.date8 = parts[1];
+  authorization.region = parts[2];
+  authorization.service = parts[3];
+
+  long long expires = 0;
+  const auto [end, ec] =
+      std::from_chars(expires_text.data(), expires_text.data() + expires_text.size(), expires);
+  if (ec != std::errc{} || end != expires_text.data() + expires_text.size() || expires < 1 ||
+      expires > k_max_presign_expiry.count()) {
+    return malformed("X-Amz-Expires must be between 1 and 604800 seconds");
+  }
+  const auto time = parse_amz_date(amz_date);
+  if (!time) return malformed("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+
+  // Presigned URLs have no skew check beyond expiry (server-design §5.2, ceph PR #13354),
+  // except that a URL dated in the future is not valid yet.
+  if (options.now + k_max_clock_skew < *time) {
+    return std::unexpected(auth_error(Err::access_denied, "Request is not valid yet"));
+  }
+  if (options.now > *time + std::chrono::seconds(expires)) {
+    return std::unexpected(auth_error(Err::request_expired));
+  }
+  std::string payload_hash = "UNSIGNED-PAYLOAD";
+  if (const auto* value = target.get("X-Amz-Content-Sha256")) payload_hash = *value;
+  return verify_signature(request, target, lookup, authorization, amz_date,
+                          query_without_signature(target.wire_query), std::move(payload_hash));
+}
+
+}  // namespace
+
+bool signatures_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+std::optional<Clock::time_point> parse_amz_date(std::string_view text) {
+  // yyyyMMddTHHmmssZ
+  if (text.size() != 16 || text[8] != 'T' || text[15] != 'Z') return std::nullopt;
+  auto number = [&](std::size_t pos, std::size_t len) -> int {
+    int value = 0;
+    for (std::size_t i = pos; i < pos + len; ++i) {
+      if (text[i] < '0' || text[i] > '9') return -1;
+      value = value * 10 + (text[i] - '0');
+    }
+    return value;
+  };
+  const int year = number(0, 4), month = number(4, 2), day = number(6, 2);
+  const int hour = number(9, 2), minute = number(11, 2), second = number(13, 2);
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{year},
+                                        std::chrono::month{static_cast<unsigned>(month)},
+                                        std::chrono::day{static_cast<unsigned>(day)}};
+  if (!ymd.ok()) return std::nullopt;
+  return std::chrono::sys_days{ymd} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
+         std::chrono::seconds{second};
+}
+
+std::expected<Authenticated, S3Error> authenticate(const Request& request, const Target& target,
+                                                   const KeyLookup& lookup,
+                                                   const AuthOptions& options) {
+  if (const auto* header = request.header("authorization")) {
+    return header_auth(request, target, lookup, options, *header);
+  }
+  if (target.has("X-Amz-Algorithm") || target.has("X-Amz-Signature")) {
+    return query_auth(request, target, lookup, options);
+  }
+  // No anonymous access: every bucket here is private.
+  return std::unexpected(auth_error(Err::access_denied, "Anonymous access is not allowed."));
+}
+
+}  // namespace tfork::server

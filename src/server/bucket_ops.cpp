@@ -1,0 +1,364 @@
+// Bucket, snapshot and fork operations (tigris-wire §2, server-design §6.3).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "tfork/server/operations.hpp"
+#include "tfork/server/time_format.hpp"
+#include "tfork/server/xml_render.hpp"
+
+namespace tfork::server {
+namespace {
+
+constexpr std::string_view k_owner = "tfork";
+constexpr int k_default_max_buckets = 1000;
+constexpr int k_max_max_buckets = 10000;
+
+bool header_true(const Context& context, std::string_view name) {
+  const auto* value = context.header(name);
+  return value && iequals(*value, "true");
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+Response created(std::string_view bucket) {
+  Response response;
+  response.set_header("Location", "/" + std::string(bucket));
+  return response;
+}
+
+// BucketAlreadyOwnedByYou for callers with rights on the name, BucketAlreadyExists otherwise
+// (the choice is annotated in errors.hpp).
+[[noreturn]] void fail_exists(const Context& context, std::string_view bucket) {
+  S3Error error = make_error(has_any_role(context.principal, bucket) ? Err::bucket_already_owned
+                                                                     : Err::bucket_already_exists);
+  error.bucket = std::string(bucket);
+  fail(std::move(error));
+}
+
+template <class T>
+T check_create(const Context& context, store::Result<T> result, std::string_view bucket) {
+  if (!result && result.error().code == store::StoreErrc::bucket_exists) fail_exists(context, bucket);
+  return check(std::move(result), bucket);
+}
+
+// max-buckets (1..10000; tigris-wire §2.4 leaves the default open, S3's is 1000... here too).
+int max_buckets(const Context& context) {
+  const auto* text = context.target.get("max-buckets");
+  if (!text) return k_default_max_buckets;
+  const auto value = parse_seq(*text);
+  if (!value || *value < 1 || *value > k_max_max_buckets) {
+    fail(Err::invalid_argument, "max-buckets must be an integer between 1 and 10000.");
+  }
+  return static_cast<int>(*value);
+}
+
+nlohmann::ordered_json fork_info(const store::BucketInfo& info) {
+  nlohmann::ordered_json parents = nlohmann::ordered_json::array();
+  if (info.fork_source) {
+    const auto snapshot = info.fork_snapshot.value_or(0);
+    parents.push_back({{"BucketName", *info.fork_source},
+                       {"ForkCreatedAt", rfc3339_nano(info.fork_created)},
+                       {"Snapshot", std::to_string(snapshot)},
+                       {"SnapshotCreatedAt", rfc3339_nano(snapshot)}});
+  }
+  return {{"HasChildren", info.has_children}, {"Parents", std::move(parents)}};
+}
+
+// The XML and JSON bucket listings (S3 ListAllMyBucketsResult; tigris-wire §2.8b).
+Response render_buckets(const Context& context, const std::vector<store::BucketInfo>& buckets,
+                        const std::optional<std::string>& continuation, bool always_fork_info) {
+  if (context.wants_json()) {
+    nlohmann::ordered_json items = nlohmann::ordered_json::array();
+    for (const auto& bucket : buckets) {
+      nlohmann::ordered_json item{{"Name", bucket.name},
+                                  {"CreationDate", rfc3339_nano(bucket.created)},
+                                  {"Regions", ""},
+                                  {"Type", bucket.snapshot_enabled ? "Snapshot" : "Regular"},
+                                  {"Visibility", {{"IsPublic", false}}}};
+      if (always_fork_info || bucket.fork_source || bucket.has_children) {
+        item["ForkInfo"] = fork_info(bucket);
+      }
+      items.push_back(std::move(item));
+    }
+    nlohmann::ordered_json body;
+    if (continuation) body["ContinuationToken"] = *continuation;
+    body["Owner"] = {{"DisplayName", k_owner}, {"ID", k_owner}};
+    body["Buckets"] = {{"Bucket", std::move(items)}};
+    return json_response(200, body.dump());
+  }
+  pugi::xml_document document;
+  auto root = s3_root(document, "ListAllMyBucketsResult");
+  auto owner = root.append_child("Owner");
+  add_text(owner, "ID", k_owner);
+  add_text(owner, "DisplayName", k_owner);
+  auto list = root.append_child("Buckets");
+  for (const auto& bucket : buckets) {
+    auto node = list.append_child("Bucket");
+    add_text(node, "Name", bucket.name);
+    add_text(node, "CreationDate", iso8601_ms(bucket.created));
+  }
+  if (continuation) add_text(root, "ContinuationToken", *continuation);
+  return xml_response(200, to_string(document));
+}
+
+// Name-ordered pagination of bucket listings: the token is the last name returned.
+std::vector<store::BucketInfo> page_by_name(const Context& context,
+                                            std::vector<store::BucketInfo> buckets,
+                                            std::optional<std::string>& continuation) {
+  const auto limit = static_cast<std::size_t>(max_buckets(context));
+  if (const auto* token = context.target.get("continuation-token"); token && !token->empty()) {
+    std::erase_if(buckets, [&](const auto& bucket) { return bucket.name <= *token; });
+  }
+  if (buckets.size() > limit) {
+    buckets.resize(limit);
+    continuation = buckets.back().name;
+  }
+  return buckets;
+}
+
+// ListBucketSnapshots (tigris-wire §2.4): snapshots as pseudo-buckets, newest first; the
+// token is the last version returned and the next page holds strictly older versions.
+Response list_snapshots(Context& context, const std::string& bucket) {
+  require(context, bucket, Access::snapshot);
+  auto snapshots = check(context.store.list_snapshots(bucket), bucket);
+  std::ranges::sort(snapshots, [](const auto& a, const auto& b) { return a.version > b.version; });
+  if (const auto* token = context.target.get("continuation-token"); token && !token->empty()) {
+    const auto after = parse_seq(*token);
+    if (!after) fail(Err::invalid_token);
+    std::erase_if(snapshots, [&](const auto& snapshot) { return snapshot.version >= *after; });
+  }
+  const auto limit = static_cast<std::size_t>(max_buckets(context));
+  std::optional<std::string> continuation;
+  if (snapshots.size() > limit) {
+    snapshots.resize(limit);
+    continuation = std::to_string(snapshots.back().version);
+  }
+  pugi::xml_document document;
+  auto root = s3_root(document, "ListAllMyBucketsResult");
+  auto owner = root.append_child("Owner");
+  add_text(owner, "ID", k_owner);
+  add_text(owner, "DisplayName", k_owner);
+  auto list = root.append_child("Buckets");
+  for (const auto& snapshot : snapshots) {
+    auto node = list.append_child("Bucket");
+    auto name = std::to_string(snapshot.version);
+    if (snapshot.name) name += "; name=" + *snapshot.name;
+    add_text(node, "Name", name);
+    add_text(node, "CreationDate", rfc3339_nano(snapshot.created));
+  }
+  if (continuation) add_text(root, "ContinuationToken", *continuation);
+  return xml_response(200, to_string(document));
+}
+
+// "true" or "true; name=<name>" (tigris-wire §2.3). The name is kept verbatim.
+std::optional<std::string> snapshot_name(std::string_view value) {
+  value = trim(value);
+  if (value.size() < 4 || !iequals(value.substr(0, 4), "true")) {
+    fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
+  }
+  value = trim(value.substr(4));
+  if (value.empty()) return std::nullopt;
+  if (value.front() != ';') {
+    fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
+  }
+  value = trim(value.substr(1));
+  if (!value.starts_with("name=")) {
+    fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
+  }
+  value.remove_prefix(5);
+  if (value.empty()) return std::nullopt;
+  return std::string(value);
+}
+
+}  // namespace
+
+Response list_buckets(Context& context) {
+  if (const auto* bucket = context.header("x-tigris-snapshot")) {
+    return list_snapshots(context, std::string(trim(*bucket)));
+  }
+  if (const auto* source_header = context.header("x-tigris-fork")) {
+    const std::string source(trim(*source_header));
+    require(context, source, Access::snapshot);
+    auto forks = check(context.store.list_forks(source), source);
+    std::optional<std::string> continuation;
+    forks = page_by_name(context, std::move(forks), continuation);
+    return render_buckets(context, forks, continuation, true);
+  }
+  auto buckets = check(context.store.list_buckets());
+  // A scoped key sees only the buckets it has a role on (server-design §6.9; inference).
+  std::erase_if(buckets, [&](const auto& bucket) {
+    return !has_any_role(context.principal, bucket.name);
+  });
+  std::optional<std::string> continuation;
+  buckets = page_by_name(context, std::move(buckets), continuation);
+  return render_buckets(context, buckets, continuation, context.target.has("IncludeForkInfo"));
+}
+
+Response create_bucket(Context& context) {
+  const auto& bucket = context.target.bucket;
+
+  // PUT on an existing bucket with X-Tigris-Snapshot takes a snapshot (tigris-wire §2.3).
+  if (const auto* snapshot = context.header("x-tigris-snapshot")) {
+    auto name = snapshot_name(*snapshot);
+    require(context, bucket, Access::snapshot);
+    const auto info = check(context.store.take_snapshot(bucket, std::move(name)), bucket);
+    auto response = created(bucket);
+    response.set_header("X-Tigris-Snapshot-Version", std::to_string(info.version));
+    return response;
+  }
+  if (context.header("x-tigris-merge-source-bucket") || context.header("x-tigris-rebase")) {
+    fail(Err::not_implemented, "Fork merge and rebase are not supported by tfork serve.");
+  }
+  if (!valid_bucket_name(bucket)) {
+    S3Error error = make_error(Err::invalid_bucket_name);
+    error.bucket = bucket;
+    fail(std::move(error));
+  }
+
+  const auto* source = context.header("x-tigris-fork-source-bucket");
+  const auto* source_snapshot = context.header("x-tigris-fork-source-bucket-snapshot");
+  if (source) {
+    // tigris-wire §2.6: a fork of <source>, at the given version or at a fresh snapshot.
+    std::optional<store::Seq> at;
+    if (source_snapshot) {
+      at = parse_seq(trim(*source_snapshot));
+      if (!at) {
+        fail(Err::invalid_argument,
+             "X-Tigris-Fork-Source-Bucket-Snapshot must be a snapshot version (Unix ns).");
+      }
+    }
+    const std::string source_name(trim(*source));
+    require(context, source_name, Access::snapshot);
+    check_create(context, context.store.create_fork(bucket, source_name, at), bucket);
+    return created(bucket);
+  }
+  if (source_snapshot) {
+    fail(Err::invalid_argument,
+         "X-Tigris-Fork-Source-Bucket-Snapshot requires X-Tigris-Fork-Source-Bucket.");
+  }
+  // A plain bucket belongs to the namespace: only root or a NamespaceAdmin creates one.
+  if (!is_admin(context.principal)) {
+    auto existing = context.store.head_bucket(bucket);
+    if (existing && has_any_role(context.principal, bucket)) fail_exists(context, bucket);
+    require(context, bucket, Access::bucket_admin);
+  }
+  check_create(context,
+               context.store.create_bucket(bucket, header_true(context, "x-tigris-enable-snapshot")),
+               bucket);
+  return created(bucket);
+}
+
+Response head_bucket(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const auto info = check(context.store.head_bucket(bucket), bucket);
+  Response response;
+  // tigris-wire §2.7: always present; fork headers only on forks; parent flag only when set.
+  response.set_header("X-Tigris-Enable-Snapshot", info.snapshot_enabled ? "true" : "false");
+  if (info.fork_source) {
+    response.set_header("X-Tigris-Fork-Source-Bucket", *info.fork_source);
+    response.set_header("X-Tigris-Fork-Source-Bucket-Snapshot",
+                        std::to_string(info.fork_snapshot.value_or(0)));
+  }
+  if (info.has_children) response.set_header("X-Tigris-Is-Fork-Parent", "true");
+  response.set_header("x-amz-bucket-region", "auto");
+  return response;
+}
+
+Response delete_bucket(Context& context) {
+  const auto& bucket = context.target.bucket;
+  Response response;
+  response.status = 204;
+
+  // tigris-wire §2.5: with X-Tigris-Snapshot-Version only that snapshot goes.
+  if (const auto* version = context.header("x-tigris-snapshot-version")) {
+    const auto seq = parse_seq(trim(*version));
+    if (!seq) fail(Err::invalid_argument, "X-Tigris-Snapshot-Version must be a snapshot version.");
+    require(context, bucket, Access::snapshot_delete);
+    check(context.store.delete_snapshot(bucket, *seq), bucket);
+    return response;
+  }
+  // tigris-wire §2.10: both spellings of force delete are in use.
+  const bool force =
+      header_true(context, "tigris-force-delete") || header_true(context, "x-tigris-force-delete");
+  require(context, bucket, Access::bucket_admin);
+  auto result = context.store.delete_bucket(bucket, force);
+  if (!result && result.error().code == store::StoreErrc::bucket_has_forks) {
+    // Name the forks, so the user knows what to delete first.
+    std::string names;
+    if (auto forks = context.store.list_forks(bucket)) {
+      for (const auto& fork : *forks) names += (names.empty() ? "" : ", ") + fork.name;
+    }
+    S3Error error = make_error(Err::bucket_has_forks,
+                               names.empty() ? std::string{}
+                                             : "The bucket has forks; delete them first: " + names);
+    error.bucket = bucket;
+    fail(std::move(error));
+  }
+  check(std::move(result), bucket);
+  return response;
+}
+
+Response bucket_metadata(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const auto info = check(context.store.head_bucket(bucket), bucket);
+  // tigris-wire §2.8a; the statistics are not tracked and read 0.
+  nlohmann::ordered_json body{{"name", info.name},
+                              {"type", info.snapshot_enabled ? 1 : 0},
+                              {"storage_class", "STANDARD"},
+                              {"object_regions", ""},
+                              {"created_at", rfc3339_nano(info.created)}};
+  if (info.fork_source || info.has_children) body["ForkInfo"] = fork_info(info);
+  body["estimated_unique_rows"] = 0;
+  body["estimated_size"] = 0;
+  body["estimated_rows"] = 0;
+  body["soft_delete"] = {{"enabled", false}};
+  body["protection"] = {{"protected", false}};
+  return json_response(200, body.dump());
+}
+
+Response patch_bucket(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::bucket_admin);
+  const auto body = nlohmann::json::parse(context.body.data, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) fail(Err::invalid_argument, "The body must be JSON.");
+  if (const auto type = body.find("type"); type != body.end()) {
+    // tigris-wire §2.2: 1 = Snapshot, 0 = Regular.
+    if (!type->is_number_integer() || (*type != 0 && *type != 1)) {
+      fail(Err::invalid_argument, "type must be 0 (Regular) or 1 (Snapshot).");
+    }
+    check(context.store.set_snapshot_enabled(bucket, *type == 1), bucket);
+  } else {
+    check(context.store.head_bucket(bucket), bucket);
+  }
+  return json_response(200, R"({"status":"success"})");
+}
+
+Response bucket_location(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  check(context.store.head_bucket(bucket), bucket);
+  pugi::xml_document document;
+  auto root = s3_root(document, "LocationConstraint");
+  root.append_child(pugi::node_pcdata).set_value("auto");
+  return xml_response(200, to_string(document));
+}
+
+Response bucket_versioning(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const auto info = check(context.store.head_bucket(bucket), bucket);
+  pugi::xml_document document;
+  auto root = s3_root(document, "VersioningConfiguration");
+  // Snapshot-enabled buckets are implicitly versioned (tigris-wire §2.1).
+  if (info.snapshot_enabled) add_text(root, "Status", "Enabled");
+  return xml_response(200, to_string(document));
+}
+
+}  // namespace tfork::server

@@ -1,0 +1,256 @@
+#include "tfork/server/handler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <charconv>
+
+#include "tfork/crypto/hash.hpp"
+#include "tfork/server/auth.hpp"
+#include "tfork/server/operations.hpp"
+#include "tfork/server/xml_render.hpp"
+
+namespace tfork::server {
+namespace {
+
+std::string upper(std::string text) {
+  for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// S3 subresources this server does not implement: answered 501 instead of being mistaken
+// for a plain bucket or object operation.
+bool has_unsupported_subresource(const Target& target) {
+  static constexpr std::string_view k_unsupported[] = {
+      "acl",       "policy",         "cors",      "lifecycle", "tagging",      "website",
+      "logging",   "notification",   "replication", "encryption", "object-lock", "retention",
+      "legal-hold", "torrent",       "select",    "restore",   "accelerate",   "analytics",
+      "inventory", "metrics",        "ownershipControls", "publicAccessBlock", "requestPayment",
+      "intelligent-tiering", "policyStatus", "attributes", "versions"};
+  for (const auto name : k_unsupported) {
+    if (target.has(name)) return true;
+  }
+  return false;
+}
+
+Response dispatch_s3(Context& context) {
+  const auto& method = context.request.method;
+  const auto& target = context.target;
+  if (has_unsupported_subresource(target)) fail(Err::not_implemented);
+
+  if (target.bucket.empty()) {
+    if (method == "GET") return list_buckets(context);
+    fail(Err::method_not_allowed);
+  }
+  if (!target.has_key) {
+    if (method == "PUT") return create_bucket(context);
+    if (method == "HEAD") return head_bucket(context);
+    if (method == "DELETE") return delete_bucket(context);
+    if (method == "PATCH") return patch_bucket(context);
+    if (method == "POST") {
+      if (target.has("delete")) return delete_objects(context);
+      fail(Err::not_implemented);
+    }
+    if (method == "GET") {
+      if (target.has("metadata")) return bucket_metadata(context);
+      if (target.has("location")) return bucket_location(context);
+      if (target.has("versioning")) return bucket_versioning(context);
+      if (target.has("uploads")) fail(Err::not_implemented, "ListMultipartUploads is not supported.");
+      const auto* list_type = target.get("list-type");
+      if (list_type && *list_type == "2") return list_objects(context, 2);
+      if (list_type && *list_type != "1") fail(Err::invalid_argument, "Invalid list-type.");
+      return list_objects(context, 1);
+    }
+    fail(Err::method_not_allowed);
+  }
+
+  check_key(context);
+  if (method == "PUT") {
+    if (target.has("uploadId") || target.has("partNumber")) return upload_part(context);
+    if (context.header("x-amz-copy-source")) return copy_object(context);
+    return put_object(context);
+  }
+  if (method == "GET" || method == "HEAD") {
+    if (method == "GET" && target.has("uploadId")) return list_parts(context);
+    return get_object(context);
+  }
+  if (method == "DELETE") {
+    if (target.has("uploadId")) return abort_multipart_upload(context);
+    return delete_object(context);
+  }
+  if (method == "POST") {
+    if (target.has("uploads")) return create_multipart_upload(context);
+    if (target.has("uploadId")) return complete_multipart_upload(context);
+    fail(Err::not_implemented);
+  }
+  fail(Err::method_not_allowed);
+}
+
+Response error_response(const S3Error& error, const Request& request, const Target* target,
+                        bool json, std::string_view request_id) {
+  Response response;
+  response.status = error.status();
+  for (const auto& header : error.headers) response.set_header(header.first, header.second);
+  if (request.method == "HEAD") return response;  // HEAD never has a body (§5.4)
+  if (json) {
+    // tigris-wire §1.5: JSON endpoints' errors; clients read "Message".
+    nlohmann::ordered_json body;
+    body["Code"] = error.code();
+    body["Message"] = error.text();
+    body["RequestId"] = request_id;
+    response.body = body.dump();
+    response.set_header("Content-Type", "application/json");
+  } else {
+    const std::string resource = target ? target->wire_path : std::string("/");
+    response.body = render_error(error, resource, request_id);
+    response.set_header("Content-Type", "application/xml");
+  }
+  return response;
+}
+
+}  // namespace
+
+std::string new_request_id() { return upper(crypto::random_hex(8)); }
+
+bool Context::wants_json() const {
+  const auto* accept = request.header("accept");
+  return accept && accept->find("application/json") != std::string::npos;
+}
+
+void require(const Context& context, std::string_view bucket, Access access) {
+  if (!allowed(context.principal, bucket, access)) {
+    S3Error error = make_error(Err::access_denied);
+    error.bucket = std::string(bucket);
+    fail(std::move(error));
+  }
+}
+
+std::optional<store::Seq> parse_seq(std::string_view text) {
+  store::Seq value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<store::Seq> snapshot_version(const Context& context) {
+  const auto* value = context.header("x-tigris-snapshot-version");
+  if (!value) return std::nullopt;
+  auto seq = parse_seq(*value);
+  if (!seq) {
+    fail(Err::invalid_argument,
+         "X-Tigris-Snapshot-Version must be a snapshot version (Unix nanoseconds).");
+  }
+  return seq;
+}
+
+Response xml_response(int status, std::string body) {
+  Response response;
+  response.status = status;
+  response.body = std::move(body);
+  response.set_header("Content-Type", "application/xml");
+  return response;
+}
+
+Response json_response(int status, std::string body) {
+  Response response;
+  response.status = status;
+  response.body = std::move(body);
+  response.set_header("Content-Type", "application/json");
+  return response;
+}
+
+void check_key(const Context& context) {
+  if (context.target.key.size() > k_max_key_bytes) {
+    S3Error error = make_error(Err::key_too_long);
+    error.bucket = context.target.bucket;
+    fail(std::move(error));
+  }
+}
+
+bool valid_bucket_name(std::string_view name) {
+  // tigris-wire §2.1: 3-63 chars of a-z 0-9 . -, starting and ending with a letter or digit,
+  // no "..", not an IP address, no "xn--" prefix, no "-s3alias" suffix.
+  if (name.size() < 3 || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (const char c : name) {
+    if (!alnum(c) && c != '.' && c != '-') return false;
+  }
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  if (name.find("..") != std::string_view::npos) return false;
+  if (name.starts_with("xn--") || name.ends_with("-s3alias")) return false;
+  int dots = 0;
+  bool digits_and_dots = true;
+  for (const char c : name) {
+    if (c == '.') ++dots;
+    else if (c < '0' || c > '9') digits_and_dots = false;
+  }
+  return !(digits_and_dots && dots == 3);
+}
+
+Handler::Handler(store::Store& store, HandlerOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+Response Handler::handle(const Request& request) {
+  const auto request_id = new_request_id();
+  const auto now = options_.clock();
+  std::optional<Target> target;
+  bool json = false;
+  Response response;
+  try {
+    auto parsed = parse_target(request.target);
+    if (!parsed) fail(Err::invalid_uri, parsed.error());
+    target = std::move(*parsed);
+    const bool iam = is_iam_request(request, *target);
+    json = iam;
+
+    // Keys are looked up on every request, so a deleted key fails at once (§6.9).
+    const KeyLookup lookup = [&](std::string_view id) -> std::optional<KeyRecord> {
+      if (!options_.root_access_key.empty() && id == options_.root_access_key) {
+        return KeyRecord{options_.root_secret_key, Principal{std::string(id), true, {}}};
+      }
+      auto key = store_.get_access_key(id);
+      if (!key || !key->active) return std::nullopt;
+      return KeyRecord{key->secret, Principal{key->id, false, key->roles}};
+    };
+    auto auth = authenticate(request, *target, lookup, AuthOptions{iam, now});
+    if (!auth) fail(std::move(auth.error()));
+    auto body = read_payload(request, *auth);
+    if (!body) fail(std::move(body.error()));
+    auto checksums = verify_integrity(request, *body);
+    if (!checksums) fail(std::move(checksums.error()));
+
+    Context context{request, *target, store_, std::move(auth->principal), std::move(*body),
+                    std::move(*checksums), now};
+    if (iam) {
+      response = iam_dispatch(context);
+    } else {
+      // Tigris JSON endpoints answer errors in JSON too (tigris-wire §1.5, §2.2, §2.8).
+      json = request.method == "PATCH" || (!target->has_key && target->has("metadata")) ||
+             (target->bucket.empty() && context.wants_json());
+      response = dispatch_s3(context);
+    }
+  } catch (const S3Exception& e) {
+    const auto& error = e.error();
+    if (error.status() >= 500) {
+      spdlog::error("{} {} -> {} {}: {}", request.method, request.target, error.status(),
+                    error.code(), error.text());
+    } else {
+      spdlog::debug("{} {} -> {} {}", request.method, request.target, error.status(), error.code());
+    }
+    response = error_response(error, request, target ? &*target : nullptr, json, request_id);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: unexpected failure: {}", request.method, request.target, e.what());
+    response = error_response(make_error(Err::internal_error), request,
+                              target ? &*target : nullptr, json, request_id);
+  }
+  response.set_header("x-amz-request-id", request_id);
+  response.set_header("x-amz-id-2", crypto::base64_encode(crypto::random_hex(24)));
+  response.set_header("Server", "tfork");
+  return response;
+}
+
+}  // namespace tfork::server

@@ -1,0 +1,30 @@
+#include "tfork/server/http_types.hpp"
+
+#include <algorithm>
+
+namespace tfork::server {
+
+bool iequals(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return lower(x) == lower(y); });
+}
+
+const std::string* find_header(const std::vector<Header>& headers, std::string_view name) {
+  for (const auto& [header_name, value] : headers) {
+    if (iequals(header_name, name)) return &value;
+  }
+  return nullptr;
+}
+
+std::string Request::header_or(std::string_view name, std::string_view fallback) const {
+  const auto* value = header(name);
+  return value ? *value : std::string(fallback);
+}
+
+void Response::set_header(std::string name, std::string value) {
+  std::erase_if(headers, [&](const Header& header) { return iequals(header.first, name); });
+  headers.emplace_back(std::move(name), std::move(value));
+}
+
+}  // namespace tfork::server

@@ -1,0 +1,601 @@
+#include "sqlite_store.hpp"
+
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace tfork::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// server-design.md §6.2, with the additions the engine needs: `nparts` (multipart manifest
+// in version_parts), AUTOINCREMENT so a bucket id is never reused, and a children index that
+// also covers buckets being reclaimed (a parent row outlives its children's rows).
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS buckets(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  state INTEGER NOT NULL DEFAULT 0,            -- 0 live, 1 deleting (reclaim pending)
+  snapshot_enabled INTEGER NOT NULL DEFAULT 0,
+  parent_id INTEGER REFERENCES buckets(id),
+  fork_seq INTEGER,                            -- horizon in the parent
+  created_seq INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS buckets_live_name ON buckets(name) WHERE state=0;
+CREATE INDEX IF NOT EXISTS buckets_children ON buckets(parent_id, fork_seq);
+CREATE TABLE IF NOT EXISTS snapshots(
+  bucket_id INTEGER NOT NULL REFERENCES buckets(id),
+  seq INTEGER NOT NULL,
+  name TEXT,
+  PRIMARY KEY(bucket_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS versions(
+  bucket_id INTEGER NOT NULL REFERENCES buckets(id),
+  key TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind INTEGER NOT NULL,                       -- 0 object, 1 tombstone
+  blob TEXT,                                   -- single-blob content; NULL otherwise
+  size INTEGER NOT NULL DEFAULT 0,
+  nparts INTEGER NOT NULL DEFAULT 0,           -- > 0: content is version_parts 1..nparts
+  etag TEXT,
+  content_type TEXT,
+  user_meta TEXT,
+  checksums TEXT,
+  PRIMARY KEY(bucket_id, key, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS version_parts(
+  bucket_id INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  part_no INTEGER NOT NULL,
+  blob TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  PRIMARY KEY(bucket_id, key, seq, part_no),
+  FOREIGN KEY(bucket_id, key, seq) REFERENCES versions(bucket_id, key, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs(
+  hash TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  refcnt INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS uploads(
+  upload_id TEXT PRIMARY KEY,
+  bucket_id INTEGER NOT NULL REFERENCES buckets(id),
+  key TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  content_type TEXT,
+  user_meta TEXT,
+  checksums TEXT) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS uploads_bucket ON uploads(bucket_id);
+CREATE TABLE IF NOT EXISTS upload_parts(
+  upload_id TEXT NOT NULL REFERENCES uploads(upload_id),
+  part_no INTEGER NOT NULL,
+  blob TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  etag TEXT NOT NULL,
+  PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS access_keys(
+  id TEXT PRIMARY KEY,
+  secret TEXT NOT NULL,
+  name TEXT NOT NULL,
+  active INTEGER NOT NULL DEFAULT 1,
+  created INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS key_roles(
+  key_id TEXT NOT NULL REFERENCES access_keys(id),
+  bucket TEXT NOT NULL,
+  role TEXT NOT NULL CHECK(role IN ('Editor','ReadOnly','NamespaceAdmin')),
+  PRIMARY KEY(key_id, bucket)) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(k, v) VALUES('schema_version', 1);
+INSERT OR IGNORE INTO meta(k, v) VALUES('last_seq', 0);
+)sql";
+
+// Rows deleted per transaction when reclaiming a deleted bucket, so the writer lock is never
+// held for long (§6.7 "batches of about 10k rows"; smaller here because each row also
+// touches blob refcounts).
+constexpr int kReclaimBatch = 2000;
+
+// Idle read connections kept; more are opened on demand and closed when returned.
+constexpr std::size_t kMaxIdleReaders = 256;
+
+constexpr const char* kBucketColumns =
+    "id, name, snapshot_enabled, parent_id, fork_seq, created_seq";
+
+BucketRow bucket_from(const sqlite::Stmt& s) {
+  BucketRow row;
+  row.id = s.int64(0);
+  row.name = s.text(1);
+  row.snapshot_enabled = s.int64(2) != 0;
+  row.parent_id = s.opt_int64(3);
+  row.fork_seq = s.opt_int64(4);
+  row.created = s.int64(5);
+  return row;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- open and connections
+
+Result<std::unique_ptr<Store>> SqliteStore::open_at(const fs::path& dir,
+                                                    const StoreOptions& options) {
+  int lock_fd = -1;
+  try {
+    fs::create_directories(dir);
+    const fs::path lock_path = dir / "LOCK";
+    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0) {
+      return fail(StoreErrc::io, "open " + lock_path.string() + ": " + std::strerror(errno));
+    }
+    // §6.1: one server per data directory. flock conflicts across open file descriptions,
+    // so a second Store in the same process is refused too.
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      const int saved = errno;
+      ::close(lock_fd);
+      if (saved == EWOULDBLOCK) {
+        return fail(StoreErrc::io,
+                    "data directory " + dir.string() + " is in use by another tfork serve");
+      }
+      return fail(StoreErrc::io, "flock " + lock_path.string() + ": " + std::strerror(saved));
+    }
+    std::unique_ptr<SqliteStore> store(new SqliteStore(dir, options, lock_fd));
+    lock_fd = -1;  // owned by the store now
+    store->initialise();
+    return std::unique_ptr<Store>(std::move(store));
+  } catch (const std::exception& e) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return fail(StoreErrc::io, std::string("opening the store: ") + e.what());
+  }
+}
+
+SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
+    : dir_(std::move(dir)), options_(options), lock_fd_(lock_fd), blobs_(dir_, options.durability) {}
+
+SqliteStore::~SqliteStore() {
+  pool_.clear();
+  writer_.reset();
+  ::close(lock_fd_);  // releases the flock
+}
+
+void SqliteStore::initialise() {
+  writer_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
+  writer_->exec("PRAGMA journal_mode=WAL");
+  // §6.8 and the brief: NORMAL in WAL survives kill -9 (the WAL is written before COMMIT
+  // returns; only power loss can drop the last commits); FULL also survives power loss.
+  switch (options_.durability) {
+    case Durability::full: writer_->exec("PRAGMA synchronous=FULL"); break;
+    case Durability::normal: writer_->exec("PRAGMA synchronous=NORMAL"); break;
+    case Durability::off: writer_->exec("PRAGMA synchronous=OFF"); break;
+  }
+  writer_->exec("PRAGMA foreign_keys=ON");
+  writer_->exec("PRAGMA temp_store=MEMORY");
+  writer_->exec("PRAGMA cache_size=-16384");
+  {
+    sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
+    writer_->exec(kSchema);
+    auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
+    if (q->step()) last_seq_ = q->int64(0);
+    txn.commit();
+  }
+
+  // Finish reclaiming buckets whose deletion was interrupted (§6.7).
+  std::vector<std::int64_t> pending;
+  {
+    auto q = writer_->query("SELECT id FROM buckets WHERE state=1");
+    while (q->step()) pending.push_back(q->int64(0));
+  }
+  for (const auto id : pending) reclaim(id);
+
+  // §6.7 blob sweep: tmp/ is emptied and files that no row names are orphans of a crash
+  // between rename and commit (or of a put that never happened).
+  blobs_.sweep([this](std::string_view hash) {
+    auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
+    return q->bind(1, hash).step();
+  });
+}
+
+std::unique_ptr<sqlite::Db> SqliteStore::acquire_reader() {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!pool_.empty()) {
+      auto db = std::move(pool_.back());
+      pool_.pop_back();
+      return db;
+    }
+  }
+  auto db = std::make_unique<sqlite::Db>(dir_ / "meta.db", true);
+  db->exec("PRAGMA cache_size=-2048");  // up to one reader per HTTP worker: keep them small
+  return db;
+}
+
+void SqliteStore::release_reader(std::unique_ptr<sqlite::Db> db) {
+  std::lock_guard lock(pool_mu_);
+  if (pool_.size() < kMaxIdleReaders) pool_.push_back(std::move(db));
+}
+
+Seq SqliteStore::now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Seq SqliteStore::next_seq(sqlite::Db& db) {
+  // §6.2: unique and increasing even if the clock steps back, persisted in the same
+  // transaction as the row that uses it so a restart never reissues or lowers a seq.
+  last_seq_ = std::max(now_ns(), last_seq_ + 1);
+  auto q = db.query("UPDATE meta SET v=?1 WHERE k='last_seq'");
+  q->bind(1, last_seq_).run();
+  return last_seq_;
+}
+
+// ---------------------------------------------------------------- bucket rows and chains
+
+std::optional<BucketRow> SqliteStore::find_bucket(sqlite::Db& db, std::string_view name) {
+  auto q = db.query(std::string("SELECT ") + kBucketColumns +
+                    " FROM buckets WHERE name=?1 AND state=0");
+  if (!q->bind(1, name).step()) return std::nullopt;
+  return bucket_from(*q);
+}
+
+std::optional<BucketRow> SqliteStore::find_bucket_by_id(sqlite::Db& db, std::int64_t id) {
+  auto q = db.query(std::string("SELECT ") + kBucketColumns +
+                    " FROM buckets WHERE id=?1 AND state=0");
+  if (!q->bind(1, id).step()) return std::nullopt;
+  return bucket_from(*q);
+}
+
+bool SqliteStore::has_children(sqlite::Db& db, std::int64_t id, bool live_only) {
+  auto q = db.query(live_only ? "SELECT 1 FROM buckets WHERE parent_id=?1 AND state=0 LIMIT 1"
+                              : "SELECT 1 FROM buckets WHERE parent_id=?1 LIMIT 1");
+  return q->bind(1, id).step();
+}
+
+BucketInfo SqliteStore::info_of(sqlite::Db& db, const BucketRow& row) {
+  BucketInfo info;
+  info.name = row.name;
+  info.created = row.created;
+  info.snapshot_enabled = row.snapshot_enabled;
+  if (row.parent_id) {
+    auto q = db.query("SELECT name FROM buckets WHERE id=?1");
+    if (q->bind(1, *row.parent_id).step()) info.fork_source = q->text(0);
+    info.fork_snapshot = row.fork_seq;
+    info.fork_created = row.created;
+  }
+  info.has_children = has_children(db, row.id, true);
+  return info;
+}
+
+std::shared_ptr<const Ancestry> SqliteStore::ancestry(sqlite::Db& db, std::int64_t bucket_id) {
+  {
+    std::shared_lock lock(chain_mu_);
+    if (const auto it = chains_.find(bucket_id); it != chains_.end()) return it->second;
+  }
+  auto built = std::make_shared<Ancestry>();
+  std::int64_t id = bucket_id;
+  while (true) {
+    built->ids.push_back(id);
+    auto q = db.query("SELECT parent_id, fork_seq FROM buckets WHERE id=?1");
+    if (!q->bind(1, id).step() || q->is_null(0)) break;
+    built->caps.push_back(q->int64(1));
+    id = q->int64(0);
+  }
+  std::unique_lock lock(chain_mu_);
+  return chains_.try_emplace(bucket_id, std::move(built)).first->second;
+}
+
+std::vector<Layer> SqliteStore::chain(sqlite::Db& db, std::int64_t bucket_id,
+                                      std::optional<Seq> at) {
+  // §6.4: (b, h0), (parent, min(h0, fork_seq_b)), (grandparent, min(..., fork_seq_parent)).
+  const auto anc = ancestry(db, bucket_id);
+  std::vector<Layer> layers;
+  layers.reserve(anc->ids.size());
+  Seq horizon = at.value_or(kSeqMax);
+  for (std::size_t i = 0; i < anc->ids.size(); ++i) {
+    layers.push_back(Layer{anc->ids[i], horizon});
+    if (i < anc->caps.size()) horizon = std::min(horizon, anc->caps[i]);
+  }
+  return layers;
+}
+
+void SqliteStore::forget_chain(std::int64_t bucket_id) {
+  std::unique_lock lock(chain_mu_);
+  chains_.erase(bucket_id);
+}
+
+// ---------------------------------------------------------------- buckets
+
+Result<BucketInfo> SqliteStore::create_bucket(std::string_view name, bool snapshot_enabled) {
+  if (name.empty()) return fail(StoreErrc::invalid_argument, "empty bucket name");
+  return write([&](WriteCtx& ctx) -> Result<BucketInfo> {
+    if (find_bucket(ctx.db, name)) {
+      return fail(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
+    }
+    const Seq seq = next_seq(ctx.db);
+    auto q = ctx.db.query(
+        "INSERT INTO buckets(name, snapshot_enabled, created_seq) VALUES(?1, ?2, ?3)");
+    q->bind(1, name).bind(2, std::int64_t{snapshot_enabled}).bind(3, seq).run();
+    BucketInfo info;
+    info.name = std::string(name);
+    info.created = seq;
+    info.snapshot_enabled = snapshot_enabled;
+    return info;
+  });
+}
+
+Result<BucketInfo> SqliteStore::create_fork(std::string_view name, std::string_view source,
+                                            std::optional<Seq> snapshot) {
+  if (name.empty()) return fail(StoreErrc::invalid_argument, "empty bucket name");
+  return write([&](WriteCtx& ctx) -> Result<BucketInfo> {
+    if (find_bucket(ctx.db, name)) {
+      return fail(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
+    }
+    const auto src = find_bucket(ctx.db, source);
+    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
+    if (!src->snapshot_enabled) {
+      return fail(StoreErrc::not_snapshot_enabled,
+                  "forks need a snapshot-enabled source; " + src->name + " is not");
+    }
+    Seq horizon = 0;
+    Seq created = 0;
+    if (snapshot) {
+      // tigris-wire §1.4: any ns timestamp may be the fork point, but not one in the future:
+      // the source's later writes must stay invisible, so every later seq is pushed above it.
+      if (*snapshot < 0) return fail(StoreErrc::invalid_argument, "negative snapshot version");
+      if (*snapshot > std::max(now_ns(), last_seq_)) {
+        return fail(StoreErrc::invalid_argument, "snapshot version is in the future");
+      }
+      horizon = *snapshot;
+      last_seq_ = std::max(last_seq_, horizon);
+      created = next_seq(ctx.db);
+    } else {
+      // §6.3: no version given → a fresh implicit snapshot of the source, listed (unnamed)
+      // among the source's snapshots (tigris-wire §2.6, inferred yes).
+      horizon = next_seq(ctx.db);
+      created = horizon;
+      auto q = ctx.db.query("INSERT INTO snapshots(bucket_id, seq, name) VALUES(?1, ?2, NULL)");
+      q->bind(1, src->id).bind(2, horizon).run();
+    }
+    // §2.7 / §6.3: the whole fork is this one row; nothing is copied.
+    auto q = ctx.db.query(
+        "INSERT INTO buckets(name, snapshot_enabled, parent_id, fork_seq, created_seq) "
+        "VALUES(?1, 1, ?2, ?3, ?4)");
+    q->bind(1, name).bind(2, src->id).bind(3, horizon).bind(4, created).run();
+    BucketInfo info;
+    info.name = std::string(name);
+    info.created = created;
+    info.snapshot_enabled = true;
+    info.fork_source = src->name;
+    info.fork_snapshot = horizon;
+    info.fork_created = created;
+    return info;
+  });
+}
+
+Result<BucketInfo> SqliteStore::head_bucket(std::string_view name) {
+  return read([&](sqlite::Db& db) -> Result<BucketInfo> {
+    const auto row = find_bucket(db, name);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    return info_of(db, *row);
+  });
+}
+
+Result<std::vector<BucketInfo>> SqliteStore::list_buckets() {
+  return read([&](sqlite::Db& db) -> Result<std::vector<BucketInfo>> {
+    std::vector<BucketRow> rows;
+    {
+      auto q = db.query(std::string("SELECT ") + kBucketColumns +
+                        " FROM buckets WHERE state=0 ORDER BY name");
+      while (q->step()) rows.push_back(bucket_from(*q));
+    }
+    std::vector<BucketInfo> out;
+    out.reserve(rows.size());
+    for (const auto& row : rows) out.push_back(info_of(db, row));
+    return out;
+  });
+}
+
+Result<std::vector<BucketInfo>> SqliteStore::list_forks(std::string_view source) {
+  return read([&](sqlite::Db& db) -> Result<std::vector<BucketInfo>> {
+    const auto src = find_bucket(db, source);
+    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
+    std::vector<BucketRow> rows;
+    {
+      auto q = db.query(std::string("SELECT ") + kBucketColumns +
+                        " FROM buckets WHERE parent_id=?1 AND state=0 ORDER BY name");
+      q->bind(1, src->id);
+      while (q->step()) rows.push_back(bucket_from(*q));
+    }
+    std::vector<BucketInfo> out;
+    out.reserve(rows.size());
+    for (const auto& row : rows) out.push_back(info_of(db, row));
+    return out;
+  });
+}
+
+Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
+  std::int64_t id = 0;
+  auto marked = write([&](WriteCtx& ctx) -> Result<void> {
+    const auto row = find_bucket(ctx.db, name);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    // tigris-wire §2.10: a source with forks cannot be deleted, force or not. A child still
+    // being reclaimed counts too: its rows name this bucket as parent.
+    if (has_children(ctx.db, row->id, false)) {
+      return fail(StoreErrc::bucket_has_forks,
+                  "bucket " + row->name + " has forks; delete them first");
+    }
+    if (!force) {
+      ListQuery probe;
+      probe.max_keys = 1;
+      auto page = list_in(ctx.db, *row, probe);
+      if (!page) return std::unexpected(page.error());
+      if (!page->objects.empty()) {
+        return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+      }
+    }
+    // §6.7: state=1 frees the name at once; the rows go in batches below. Snapshots and
+    // unfinished uploads go with the bucket (tigris-wire §2.10).
+    ctx.db.query("UPDATE buckets SET state=1 WHERE id=?1")->bind(1, row->id).run();
+    ctx.db.query("DELETE FROM snapshots WHERE bucket_id=?1")->bind(1, row->id).run();
+    std::vector<std::string> uploads;
+    {
+      auto q = ctx.db.query("SELECT upload_id FROM uploads WHERE bucket_id=?1");
+      q->bind(1, row->id);
+      while (q->step()) uploads.push_back(q->text(0));
+    }
+    for (const auto& upload : uploads) {
+      std::vector<std::string> parts;
+      {
+        auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1");
+        q->bind(1, std::string_view(upload));
+        while (q->step()) parts.push_back(q->text(0));
+      }
+      for (const auto& blob : parts) drop_ref(ctx, blob);
+      ctx.db.query("DELETE FROM upload_parts WHERE upload_id=?1")
+          ->bind(1, std::string_view(upload))
+          .run();
+      ctx.db.query("DELETE FROM uploads WHERE upload_id=?1")
+          ->bind(1, std::string_view(upload))
+          .run();
+    }
+    id = row->id;
+    return {};
+  });
+  if (!marked) return marked;
+  try {
+    reclaim(id);
+  } catch (const std::exception& e) {
+    // The bucket is gone for clients; the next open finishes the reclaim.
+    return fail(StoreErrc::io, std::string("reclaiming a deleted bucket: ") + e.what());
+  }
+  return {};
+}
+
+void SqliteStore::reclaim(std::int64_t bucket_id) {
+  forget_chain(bucket_id);
+  // §6.7: O(rows this bucket wrote), never O(rows visible through it). Blob files whose
+  // refcount reaches 0 are unlinked after each batch commits.
+  bool done = false;
+  while (!done) {
+    auto batch = write([&](WriteCtx& ctx) -> Result<void> {
+      std::vector<std::pair<std::string, Seq>> rows;
+      {
+        auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
+        q->bind(1, bucket_id).bind(2, std::int64_t{kReclaimBatch});
+        while (q->step()) rows.emplace_back(q->text(0), q->int64(1));
+      }
+      for (const auto& [key, seq] : rows) remove_version(ctx, bucket_id, key, seq);
+      if (rows.empty()) {
+        // No child row can name this bucket: delete_bucket refuses while any exists.
+        ctx.db.query("DELETE FROM buckets WHERE id=?1")->bind(1, bucket_id).run();
+        done = true;
+      }
+      return {};
+    });
+    if (!batch) throw sqlite::DbError(0, batch.error().message);
+  }
+}
+
+Result<void> SqliteStore::set_snapshot_enabled(std::string_view name, bool enabled) {
+  return write([&](WriteCtx& ctx) -> Result<void> {
+    const auto row = find_bucket(ctx.db, name);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    if (!enabled) {
+      // tigris-wire §2.2: Snapshot → Regular is refused for fork parents and fork children
+      // (a regular bucket prunes history that a fork or snapshot may rely on).
+      if (has_children(ctx.db, row->id, false)) {
+        return fail(StoreErrc::bucket_has_forks,
+                    "bucket " + row->name + " has forks; it must stay snapshot-enabled");
+      }
+      if (row->parent_id) {
+        return fail(StoreErrc::invalid_argument,
+                    "bucket " + row->name + " is a fork; it must stay snapshot-enabled");
+      }
+    }
+    ctx.db.query("UPDATE buckets SET snapshot_enabled=?2 WHERE id=?1")
+        ->bind(1, row->id)
+        .bind(2, std::int64_t{enabled})
+        .run();
+    return {};
+  });
+}
+
+// ---------------------------------------------------------------- snapshots
+
+Result<SnapshotInfo> SqliteStore::take_snapshot(std::string_view bucket,
+                                                std::optional<std::string> name) {
+  return write([&](WriteCtx& ctx) -> Result<SnapshotInfo> {
+    const auto row = find_bucket(ctx.db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row->snapshot_enabled) {
+      return fail(StoreErrc::not_snapshot_enabled,
+                  "bucket " + row->name + " is not snapshot-enabled");
+    }
+    // §6.3: a snapshot is just a fresh seq recorded against the bucket; O(1).
+    const Seq seq = next_seq(ctx.db);
+    auto q = ctx.db.query("INSERT INTO snapshots(bucket_id, seq, name) VALUES(?1, ?2, ?3)");
+    std::optional<std::string_view> stored;
+    if (name) stored = *name;
+    q->bind(1, row->id).bind(2, seq).bind(3, stored).run();
+    return SnapshotInfo{seq, std::move(name), seq};
+  });
+}
+
+Result<std::vector<SnapshotInfo>> SqliteStore::list_snapshots(std::string_view bucket) {
+  return read([&](sqlite::Db& db) -> Result<std::vector<SnapshotInfo>> {
+    const auto row = find_bucket(db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    std::vector<SnapshotInfo> out;
+    auto q = db.query("SELECT seq, name FROM snapshots WHERE bucket_id=?1 ORDER BY seq DESC");
+    q->bind(1, row->id);
+    while (q->step()) out.push_back(SnapshotInfo{q->int64(0), q->opt_text(1), q->int64(0)});
+    return out;
+  });
+}
+
+Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) {
+  return write([&](WriteCtx& ctx) -> Result<void> {
+    const auto row = find_bucket(ctx.db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    // §6.7: forks made from this snapshot keep their own fork_seq; only the row goes.
+    ctx.db.query("DELETE FROM snapshots WHERE bucket_id=?1 AND seq=?2")
+        ->bind(1, row->id)
+        .bind(2, version)
+        .run();
+    if (ctx.db.changes() == 0) {
+      return fail(StoreErrc::no_such_snapshot,
+                  "bucket " + row->name + " has no snapshot " + std::to_string(version));
+    }
+    return {};
+  });
+}
+
+// ---------------------------------------------------------------- blobs
+
+Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
+  try {
+    return blobs_.write(content);
+  } catch (const std::exception& e) {
+    return fail(StoreErrc::io, std::string("writing a blob: ") + e.what());
+  }
+}
+
+fs::path SqliteStore::blob_path(const BlobRef& blob) const { return blobs_.path_of(blob.hash); }
+
+fs::path SqliteStore::tmp_dir() const { return blobs_.tmp_dir(); }
+
+Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view sha256_hex) {
+  const bool hex = sha256_hex.size() == 64 && std::all_of(sha256_hex.begin(), sha256_hex.end(),
+                                                          [](char c) {
+                                                            return (c >= '0' && c <= '9') ||
+                                                                   (c >= 'a' && c <= 'f');
+                                                          });
+  if (!hex) return fail(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
+  try {
+    return blobs_.adopt(file, sha256_hex);
+  } catch (const std::exception& e) {
+    return fail(StoreErrc::io, std::string("adopting a blob: ") + e.what());
+  }
+}
+
+}  // namespace tfork::store

@@ -1,0 +1,274 @@
+#pragma once
+// The Store implementation: SQLite metadata (WAL) + BlobFiles (server-design.md §6).
+// Split over several .cpp files by concern: sqlite_store.cpp (open, connections, seq, buckets,
+// snapshots), objects.cpp (chain reads and the write path), listing.cpp (the k-way merge),
+// multipart.cpp, access_keys.cpp.
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "blob_files.hpp"
+#include "sqlite.hpp"
+#include "tfork/store/store.hpp"
+
+namespace tfork::store {
+
+inline constexpr Seq kSeqMax = std::numeric_limits<Seq>::max();
+
+// versions.kind
+inline constexpr std::int64_t kKindObject = 0;
+inline constexpr std::int64_t kKindTombstone = 1;
+
+inline std::unexpected<StoreError> fail(StoreErrc code, std::string message) {
+  return std::unexpected(StoreError{code, std::move(message)});
+}
+
+// A live bucket row.
+struct BucketRow {
+  std::int64_t id = 0;
+  std::string name;
+  bool snapshot_enabled = false;
+  std::optional<std::int64_t> parent_id;
+  std::optional<Seq> fork_seq;
+  Seq created = 0;
+};
+
+// One layer of a read chain: a bucket and the newest seq visible in it (§6.4).
+struct Layer {
+  std::int64_t bucket_id = 0;
+  Seq horizon = kSeqMax;
+};
+
+// The immutable ancestry of a bucket: ids and the fork seq that caps the *next* layer.
+// Immutable because a bucket's parent and fork_seq never change and ids are never reused,
+// so it is cached by id without any invalidation except on delete (§6.4).
+struct Ancestry {
+  std::vector<std::int64_t> ids;   // ids[0] is the bucket itself
+  std::vector<Seq> caps;           // caps[i] = fork_seq of ids[i] (horizon of ids[i+1])
+};
+
+// A version row as read back (object or tombstone).
+struct VersionRow {
+  Seq seq = 0;
+  std::int64_t kind = kKindObject;
+  std::optional<std::string> blob;
+  std::int64_t size = 0;
+  std::int64_t nparts = 0;
+  std::string etag;
+  std::string content_type;
+  std::optional<std::string> user_meta;  // encoded
+  std::optional<std::string> checksums;  // encoded
+};
+
+// A visible version and the layer (bucket) that holds it.
+struct Found {
+  std::int64_t bucket_id = 0;
+  VersionRow row;
+};
+
+// State of one write transaction: blobs whose last reference it dropped, unlinked after
+// COMMIT (§6.7), and blobs whose write-pin it consumes.
+struct WriteCtx {
+  sqlite::Db& db;
+  std::vector<std::string> freed;
+  std::vector<std::string> consumed_pins;
+};
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> open_at(const std::filesystem::path& dir,
+                                                const StoreOptions& options);
+  ~SqliteStore() override;
+
+  Result<BucketInfo> create_bucket(std::string_view name, bool snapshot_enabled) override;
+  Result<BucketInfo> create_fork(std::string_view name, std::string_view source,
+                                 std::optional<Seq> snapshot) override;
+  Result<BucketInfo> head_bucket(std::string_view name) override;
+  Result<std::vector<BucketInfo>> list_buckets() override;
+  Result<std::vector<BucketInfo>> list_forks(std::string_view source) override;
+  Result<void> delete_bucket(std::string_view name, bool force) override;
+  Result<void> set_snapshot_enabled(std::string_view name, bool enabled) override;
+
+  Result<SnapshotInfo> take_snapshot(std::string_view bucket,
+                                     std::optional<std::string> name) override;
+  Result<std::vector<SnapshotInfo>> list_snapshots(std::string_view bucket) override;
+  Result<void> delete_snapshot(std::string_view bucket, Seq version) override;
+
+  Result<BlobRef> write_blob(std::string_view content) override;
+  std::filesystem::path blob_path(const BlobRef& blob) const override;
+  std::filesystem::path tmp_dir() const override;
+  Result<BlobRef> adopt_blob(const std::filesystem::path& file,
+                             std::string_view sha256_hex) override;
+
+  Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
+                                NewObject object) override;
+  Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
+                                std::optional<Seq> at) override;
+  Result<void> delete_object(std::string_view bucket, std::string_view key) override;
+  Result<std::optional<Seq>> delete_object_version(std::string_view bucket,
+                                                   std::string_view key) override;
+  Result<ListPage> list_objects(std::string_view bucket, const ListQuery& query) override;
+  Result<ObjectInfo> copy_object(std::string_view src_bucket, std::string_view src_key,
+                                 std::optional<Seq> src_at, std::string_view dst_bucket,
+                                 std::string_view dst_key,
+                                 std::optional<NewObject> replace) override;
+
+  Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
+                                   NewObject meta) override;
+  Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
+                            std::string etag) override;
+  Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) override;
+  Result<ObjectInfo> complete_upload(
+      std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) override;
+  Result<void> abort_upload(std::string_view upload_id) override;
+  Result<UploadInfo> get_upload(std::string_view upload_id) override;
+
+  Result<AccessKey> create_access_key(std::string_view name,
+                                      std::vector<BucketRole> roles) override;
+  Result<AccessKey> get_access_key(std::string_view id) override;
+  Result<std::vector<AccessKey>> list_access_keys() override;
+  Result<void> delete_access_key(std::string_view id) override;
+  Result<void> update_access_key_roles(std::string_view id,
+                                       std::vector<BucketRole> roles) override;
+
+ private:
+  SqliteStore(std::filesystem::path dir, StoreOptions options, int lock_fd);
+  void initialise();
+
+  // ---- connections and transactions (§6.8)
+  class ReadLease;
+  std::unique_ptr<sqlite::Db> acquire_reader();
+  void release_reader(std::unique_ptr<sqlite::Db> db);
+
+  // Runs `body(WriteCtx&) -> Result<T>` in one BEGIN IMMEDIATE transaction on the writer
+  // connection; commits on success, then unlinks freed blobs and releases consumed pins.
+  template <class F>
+  auto write(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
+  // Runs `body(sqlite::Db&) -> Result<T>` in one read transaction on a pooled connection.
+  template <class F>
+  auto read(F&& body) -> decltype(body(std::declval<sqlite::Db&>()));
+
+  Seq next_seq(sqlite::Db& db);  // writer only, inside a transaction
+  static Seq now_ns();
+
+  // ---- buckets and chains
+  static std::optional<BucketRow> find_bucket(sqlite::Db& db, std::string_view name);
+  static std::optional<BucketRow> find_bucket_by_id(sqlite::Db& db, std::int64_t id);
+  static bool has_children(sqlite::Db& db, std::int64_t id, bool live_only);
+  static BucketInfo info_of(sqlite::Db& db, const BucketRow& row);
+  std::shared_ptr<const Ancestry> ancestry(sqlite::Db& db, std::int64_t bucket_id);
+  std::vector<Layer> chain(sqlite::Db& db, std::int64_t bucket_id, std::optional<Seq> at);
+  void forget_chain(std::int64_t bucket_id);
+  // Deletes a bucket's rows in batches (state=1 already committed), then the bucket row.
+  void reclaim(std::int64_t bucket_id);
+
+  // ---- objects
+  static std::optional<VersionRow> latest_in_layer(sqlite::Db& db, std::int64_t bucket_id,
+                                                   std::string_view key, Seq horizon);
+  // The visible version of `key` through the chain (§6.4): the first layer with a row at or
+  // below its horizon decides; a tombstone there means "no such key" (nullopt).
+  static std::optional<Found> resolve(sqlite::Db& db, const std::vector<Layer>& layers,
+                                      std::string_view key);
+  static bool pinned(sqlite::Db& db, std::int64_t bucket_id, Seq from, Seq to);
+  static ObjectInfo object_info(sqlite::Db& db, std::int64_t bucket_id, std::string_view key,
+                               const VersionRow& row);
+  static std::vector<BlobRef> version_parts(sqlite::Db& db, std::int64_t bucket_id,
+                                            std::string_view key, Seq seq);
+  // Inserts a version (object when `object` is set, else a tombstone) in `bucket` and, in a
+  // regular root bucket, prunes the previous version unless a root pins it (§6.6 step 5,
+  // §6.7). Returns the new seq, or nullopt when a delete left nothing to shadow.
+  std::optional<Seq> insert_version(WriteCtx& ctx, const BucketRow& bucket, std::string_view key,
+                                    const NewObject* object);
+  static void add_ref(WriteCtx& ctx, std::string_view hash, std::int64_t size);
+  static void drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count = 1);
+  // Removes one version row and its parts, dropping their blob references.
+  static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key,
+                             Seq seq);
+
+  // ---- listing
+  Result<ListPage> list_in(sqlite::Db& db, const BucketRow& bucket, const ListQuery& query);
+
+  std::filesystem::path dir_;
+  StoreOptions options_;
+  int lock_fd_;
+  BlobFiles blobs_;
+
+  std::mutex write_mu_;
+  std::unique_ptr<sqlite::Db> writer_;
+  Seq last_seq_ = 0;  // guarded by write_mu_
+
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<sqlite::Db>> pool_;
+
+  std::shared_mutex chain_mu_;
+  std::unordered_map<std::int64_t, std::shared_ptr<const Ancestry>> chains_;
+};
+
+template <class F>
+auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
+  using R = decltype(body(std::declval<WriteCtx&>()));
+  try {
+    std::lock_guard lock(write_mu_);
+    WriteCtx ctx{*writer_, {}, {}};
+    R result = [&]() -> R {
+      sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
+      R r = body(ctx);
+      if (r) txn.commit();
+      return r;
+    }();
+    if (result && !ctx.freed.empty()) {
+      // Still under the writer lock: a hash freed and re-referenced in the same transaction
+      // has a row again and must stay (§6.7: unlink only what no row names).
+      std::vector<std::string> unlink;
+      for (auto& hash : ctx.freed) {
+        auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
+        if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(std::move(hash));
+      }
+      blobs_.remove_unreferenced(unlink);
+    }
+    for (const auto& hash : ctx.consumed_pins) blobs_.release(hash);
+    return result;
+  } catch (const std::exception& e) {
+    return fail(StoreErrc::io, e.what());
+  }
+}
+
+template <class F>
+auto SqliteStore::read(F&& body) -> decltype(body(std::declval<sqlite::Db&>())) {
+  try {
+    auto db = acquire_reader();
+    auto result = [&] {
+      sqlite::Transaction txn(*db, sqlite::Transaction::Kind::read);
+      auto r = body(*db);
+      txn.commit();
+      return r;
+    }();
+    release_reader(std::move(db));
+    return result;
+  } catch (const std::exception& e) {
+    return fail(StoreErrc::io, e.what());
+  }
+}
+
+// Encoding of Metadata pairs in one TEXT column (JSON array of [name, value] pairs).
+std::optional<std::string> encode_metadata(const Metadata& metadata);
+Metadata decode_metadata(const std::optional<std::string>& text);
+
+// Key rules of §6.2: 1..1024 bytes, no NUL.
+bool valid_key(std::string_view key);
+
+// The smallest string greater than every string that starts with `prefix`: the prefix with
+// its last byte incremented after dropping trailing 0xff bytes; nullopt when none exists.
+std::optional<std::string> prefix_successor(std::string_view prefix);
+
+}  // namespace tfork::store

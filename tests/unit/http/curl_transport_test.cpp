@@ -1,0 +1,587 @@
+// The libcurl transport against a local cpp-httplib server (127.0.0.1, port 0). The tests
+// assert behaviour (counts, order, kinds, bytes on the wire), never wall-clock speed; the few
+// time bounds are generous ceilings that only a hang would break.
+
+#include "tfork/http/transport.hpp"
+
+#include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "test_server.hpp"
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <fcntl.h>
+#include <map>
+#include <mutex>
+#include <netinet/in.h>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace std::chrono_literals;
+using tfork::http::Options;
+using tfork::http::Request;
+using tfork::http::Result;
+using tfork::http::TransportError;
+using tfork::http::testing::TestServer;
+
+namespace {
+
+// Retries without real waiting, and bounded timeouts so a regression fails instead of hanging.
+Options fast_options() {
+  Options options;
+  options.connect_timeout = 5000ms;
+  options.read_timeout = 20000ms;
+  options.retry.max_attempts = 3;
+  options.retry.base_delay = 1ms;
+  options.retry.max_delay = 5ms;
+  options.user_agent = "tfork/test";
+  return options;
+}
+
+Request get(const TestServer& server, const std::string& target) {
+  return Request{"GET", server.url(target), {}, {}};
+}
+
+template <typename Predicate>
+bool wait_until(Predicate predicate, std::chrono::milliseconds limit = 20000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// A loopback port on which nothing listens: bound by us, then closed.
+int closed_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+const char* const k_slow_down =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+    "<Message>Please reduce your request rate.</Message><RequestId>r1</RequestId></Error>";
+
+}  // namespace
+
+TEST_CASE("send_all: 50 requests at max_parallel 8 keep input order and the limit", "[http]") {
+  std::mutex mutex;
+  std::set<int> client_ports;
+  std::atomic<int> in_flight{0};
+  std::atomic<int> most_in_flight{0};
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    const int now = ++in_flight;
+    int seen = most_in_flight.load();
+    while (now > seen && !most_in_flight.compare_exchange_weak(seen, now)) {
+    }
+    {
+      const std::lock_guard lock(mutex);
+      client_ports.insert(request.remote_port);
+    }
+    std::this_thread::sleep_for(20ms);
+    --in_flight;
+    response.set_content(request.get_header_value("x-index"), "text/plain");
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+
+  std::vector<Request> requests;
+  for (int i = 0; i < 50; ++i) {
+    Request request = get(server, "/item/" + std::to_string(i));
+    request.headers.emplace_back("x-index", std::to_string(i));
+    requests.push_back(std::move(request));
+  }
+  std::vector<std::size_t> done_order;
+  const auto results =
+      transport->send_all(requests, 8, [&](std::size_t index, const Result& result) {
+        REQUIRE(result.has_value());
+        CHECK(result->body == std::to_string(index));
+        done_order.push_back(index);
+      });
+
+  REQUIRE(results.size() == 50);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    REQUIRE(results[i].has_value());
+    CHECK(results[i]->status == 200);
+    CHECK(results[i]->body == std::to_string(i));
+    CHECK(results[i]->attempts == 1);
+  }
+  std::sort(done_order.begin(), done_order.end());
+  std::vector<std::size_t> every_index(50);
+  for (std::size_t i = 0; i < every_index.size(); ++i)
+    every_index[i] = i;
+  CHECK(done_order == every_index);  // on_done once per request
+  const std::lock_guard lock(mutex);
+  CHECK(client_ports.size() <= 8);
+  CHECK(most_in_flight.load() <= 8);
+  CHECK(most_in_flight.load() > 1);  // and they did run in parallel
+}
+
+TEST_CASE("send reuses the connection across calls", "[http]") {
+  std::mutex mutex;
+  std::vector<int> client_ports;
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    const std::lock_guard lock(mutex);
+    client_ports.push_back(request.remote_port);
+    response.set_content("ok", "text/plain");
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  REQUIRE(transport->send(get(server, "/one")).has_value());
+  REQUIRE(transport->send(get(server, "/two")).has_value());
+  const auto batch = std::vector<Request>{get(server, "/three")};
+  REQUIRE(transport->send_all(batch, 4).front().has_value());
+  const std::lock_guard lock(mutex);
+  REQUIRE(client_ports.size() == 3);
+  CHECK(client_ports[0] == client_ports[1]);
+  CHECK(client_ports[1] == client_ports[2]);
+}
+
+TEST_CASE("retries follow cli.md section 7", "[http]") {
+  std::mutex mutex;
+  std::map<std::string, int> hits;
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    int hit = 0;
+    {
+      const std::lock_guard lock(mutex);
+      hit = ++hits[request.path];
+    }
+    const std::string& path = request.path;
+    if (path == "/slowdown-twice") {
+      response.status = hit <= 2 ? 503 : 200;
+      response.set_content(hit <= 2 ? k_slow_down : "done", "application/xml");
+    } else if (path == "/429-once") {
+      response.status = hit == 1 ? 429 : 200;
+    } else if (path == "/400-slowdown-once") {
+      response.status = hit == 1 ? 400 : 200;
+      response.set_content(hit == 1 ? k_slow_down : "done", "application/xml");
+    } else if (path == "/200-slowdown") {
+      response.set_content(k_slow_down, "application/xml");
+    } else if (path == "/500") {
+      response.status = 500;
+    } else if (path == "/502-once" || path == "/504-once") {
+      response.status = hit == 1 ? (path == "/502-once" ? 502 : 504) : 200;
+    } else {
+      response.status = std::stoi(path.substr(1));  // "/404", "/403", "/409"
+      response.set_content("<Error><Code>Nope</Code></Error>", "application/xml");
+    }
+  });
+  Options options = fast_options();
+  options.retry.max_attempts = 4;
+  auto transport = tfork::http::make_curl_transport(options);
+  auto hits_of = [&](const std::string& path) {
+    const std::lock_guard lock(mutex);
+    return hits[path];
+  };
+
+  SECTION("503 SlowDown twice, then 200: success on the third send") {
+    const auto result = transport->send(get(server, "/slowdown-twice"));
+    REQUIRE(result.has_value());
+    CHECK(result->status == 200);
+    CHECK(result->body == "done");
+    CHECK(result->attempts == 3);
+    CHECK(hits_of("/slowdown-twice") == 3);
+  }
+  SECTION("429, 502 and 504 are retried") {
+    for (const std::string path : {"/429-once", "/502-once", "/504-once"}) {
+      const auto result = transport->send(get(server, path));
+      REQUIRE(result.has_value());
+      CHECK(result->status == 200);
+      CHECK(result->attempts == 2);
+    }
+  }
+  SECTION("a non-2xx SlowDown error body is retried whatever its status") {
+    const auto result = transport->send(get(server, "/400-slowdown-once"));
+    REQUIRE(result.has_value());
+    CHECK(result->status == 200);
+    CHECK(result->attempts == 2);
+  }
+  SECTION("a 2xx body that mentions SlowDown is a payload, not throttling") {
+    const auto result = transport->send(get(server, "/200-slowdown"));
+    REQUIRE(result.has_value());
+    CHECK(result->status == 200);
+    CHECK(result->attempts == 1);
+  }
+  SECTION("other 4xx are never retried") {
+    for (const std::string path : {"/404", "/403", "/409"}) {
+      const auto result = transport->send(get(server, path));
+      REQUIRE(result.has_value());
+      CHECK(result->status == std::stoi(path.substr(1)));
+      CHECK(result->attempts == 1);
+      CHECK(hits_of(path) == 1);
+    }
+  }
+  SECTION("max_attempts bounds the sends; the last response is the result") {
+    const auto result = transport->send(get(server, "/500"));
+    REQUIRE(result.has_value());
+    CHECK(result->status == 500);
+    CHECK(result->attempts == 4);
+    CHECK(hits_of("/500") == 4);
+  }
+}
+
+TEST_CASE("a request waiting for its backoff does not hold up the others", "[http]") {
+  // /flaky answers 503 until every other request has been served. With one slot, it can
+  // only succeed if the others run while it waits for its retry.
+  std::atomic<int> others_served{0};
+  std::atomic<int> flaky_sends{0};
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    if (request.path == "/flaky") {
+      ++flaky_sends;
+      response.status = others_served.load() == 4 ? 200 : 503;
+      return;
+    }
+    ++others_served;
+  });
+  Options options = fast_options();
+  options.retry.max_attempts = 30;
+  options.retry.base_delay = 2ms;
+  options.retry.max_delay = 20ms;
+  auto transport = tfork::http::make_curl_transport(options);
+  std::vector<Request> requests{get(server, "/flaky"), get(server, "/a"), get(server, "/b"),
+                                get(server, "/c"), get(server, "/d")};
+  std::vector<std::size_t> done_order;
+  const auto results = transport->send_all(
+      requests, 1, [&](std::size_t index, const Result&) { done_order.push_back(index); });
+  REQUIRE(results[0].has_value());
+  CHECK(results[0]->status == 200);
+  CHECK(results[0]->attempts == flaky_sends.load());
+  CHECK(results[0]->attempts >= 2);
+  REQUIRE(done_order.size() == 5);
+  CHECK(done_order.back() == 0);
+}
+
+TEST_CASE("nothing listening: Kind::connect, retried, naming host:port", "[http]") {
+  const int port = closed_port();
+  Options options = fast_options();
+  options.retry.max_attempts = 2;
+  auto transport = tfork::http::make_curl_transport(options);
+  const auto started = std::chrono::steady_clock::now();
+  const auto result =
+      transport->send(Request{"GET", "http://127.0.0.1:" + std::to_string(port) + "/x", {}, {}});
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().kind == TransportError::Kind::connect);
+  CHECK(result.error().attempts == 2);
+  CHECK_THAT(result.error().message,
+             Catch::Contains("connect to 127.0.0.1:" + std::to_string(port) + " failed"));
+  CHECK(result.error().message.find('\n') == std::string::npos);
+  // Bounded by the connect timeout of each attempt, not by anything longer.
+  CHECK(std::chrono::steady_clock::now() - started < 2 * options.connect_timeout + 5s);
+}
+
+TEST_CASE("a connect that gets no answer ends at the connect timeout", "[http]") {
+  // A listening socket whose accept queue is full drops further SYNs (Linux), so a connect
+  // hangs without any network beyond loopback.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  REQUIRE(::listen(listener, 0) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int filler = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(filler >= 0);
+    ::fcntl(filler, F_SETFL, O_NONBLOCK);
+    (void)::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    fillers.push_back(filler);
+  }
+  std::this_thread::sleep_for(100ms);  // let the handshakes that can complete, complete
+
+  Options options = fast_options();
+  options.connect_timeout = 500ms;
+  options.retry.max_attempts = 1;
+  auto transport = tfork::http::make_curl_transport(options);
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = transport->send(
+      Request{"GET", "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/x", {}, {}});
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  for (const int filler : fillers)
+    ::close(filler);
+  ::close(listener);
+
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().kind == TransportError::Kind::timeout);
+  CHECK(result.error().attempts == 1);
+  CHECK(elapsed < 15s);  // the 500 ms connect timeout, not the kernel's minutes of SYN retries
+}
+
+TEST_CASE("a stalled response ends with Kind::timeout after read_timeout", "[http]") {
+  std::atomic<int> sends{0};
+  TestServer server([&](const httplib::Request&, httplib::Response& response) {
+    ++sends;
+    server.hang();
+    response.set_content("too late", "text/plain");
+  });
+  Options options = fast_options();
+  options.read_timeout = 1000ms;
+  options.retry.max_attempts = 2;
+  auto transport = tfork::http::make_curl_transport(options);
+  const auto result = transport->send(get(server, "/stall"));
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().kind == TransportError::Kind::timeout);
+  CHECK(result.error().attempts == 2);  // timeouts are retried
+  CHECK(sends.load() == 2);
+  CHECK_THAT(result.error().message, Catch::Contains("timed out"));
+  CHECK_THAT(result.error().message, Catch::Contains("127.0.0.1:" + std::to_string(server.port())));
+}
+
+TEST_CASE("cancel ends in-flight and pending requests promptly", "[http]") {
+  std::atomic<int> arrived{0};
+  TestServer server([&](const httplib::Request&, httplib::Response&) {
+    ++arrived;
+    server.hang();
+  });
+  std::atomic<bool> cancel{false};
+  Options options = fast_options();
+  options.cancel = &cancel;
+  auto transport = tfork::http::make_curl_transport(options);
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i)
+    requests.push_back(get(server, "/hang/" + std::to_string(i)));
+
+  std::thread canceller([&] {
+    wait_until([&] { return arrived.load() >= 3; });
+    cancel = true;
+  });
+  const auto started = std::chrono::steady_clock::now();
+  std::size_t done_calls = 0;
+  const auto results =
+      transport->send_all(requests, 3, [&](std::size_t, const Result&) { ++done_calls; });
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  canceller.join();
+
+  REQUIRE(results.size() == 6);
+  CHECK(done_calls == 6);
+  int sent = 0;
+  for (const auto& result : results) {
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().kind == TransportError::Kind::cancelled);
+    sent += result.error().attempts;
+  }
+  CHECK(sent == 3);      // three were in flight, three never left
+  CHECK(elapsed < 25s);  // the handlers hang for 30 s and read_timeout is 20 s
+  server.release();
+}
+
+TEST_CASE("cancel before sending, and instead of a retry", "[http]") {
+  std::atomic<int> arrived{0};
+  std::atomic<bool> cancel{false};
+  TestServer server([&](const httplib::Request&, httplib::Response& response) {
+    ++arrived;
+    cancel = true;  // the CLI's SIGINT handler, while the response is on its way
+    response.status = 503;
+  });
+  Options options = fast_options();
+  options.cancel = &cancel;
+  auto transport = tfork::http::make_curl_transport(options);
+
+  const auto retried = transport->send(get(server, "/x"));
+  REQUIRE_FALSE(retried.has_value());
+  CHECK(retried.error().kind == TransportError::Kind::cancelled);
+  CHECK(retried.error().attempts == 1);
+
+  const auto never_sent = transport->send(get(server, "/y"));
+  REQUIRE_FALSE(never_sent.has_value());
+  CHECK(never_sent.error().kind == TransportError::Kind::cancelled);
+  CHECK(never_sent.error().attempts == 0);
+  CHECK(arrived.load() == 1);
+}
+
+TEST_CASE("requests arrive byte for byte: path, headers and body as given", "[http]") {
+  struct Seen {
+    std::string method, target, body;
+    httplib::Headers headers;
+  };
+  std::mutex mutex;
+  std::vector<Seen> seen;
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    const std::lock_guard lock(mutex);
+    seen.push_back(Seen{request.method, request.target, request.body, request.headers});
+    response.status = 200;
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  // Over 1 MB, where curl would otherwise ask for "Expect: 100-continue".
+  std::string body(1536 * 1024, 'x');
+  for (std::size_t i = 0; i < body.size(); i += 97)
+    body[i] = static_cast<char>('a' + i % 26);
+
+  const Request put{"PUT",
+                    server.url("/b/a%2Fb%20c+d"),
+                    {{"Host", host},
+                     {"x-amz-date", "20240101T000000Z"},
+                     {"x-amz-content-sha256", "UNSIGNED-PAYLOAD"},
+                     {"x-amz-meta-empty", ""},
+                     {"Authorization", "AWS4-HMAC-SHA256 Credential=AKID/x, Signature=abc"}},
+                    body};
+  const Request raw_path{"GET", server.url("//x/./y/../z"), {{"User-Agent", "custom/1"}}, {}};
+  const Request empty_put{"PUT", server.url("/bucket"), {}, {}};
+  const Request remove{"DELETE", server.url("/bucket/key"), {}, {}};
+  const auto results = transport->send_all(std::vector{put, raw_path, empty_put, remove}, 2);
+  for (const auto& result : results) {
+    REQUIRE(result.has_value());
+    CHECK(result->status == 200);
+  }
+
+  const std::lock_guard lock(mutex);
+  REQUIRE(seen.size() == 4);
+  std::sort(seen.begin(), seen.end(),
+            [](const Seen& a, const Seen& b) { return a.target < b.target; });
+  const Seen& got_raw = seen[0];  // "//x/./y/../z"
+  const Seen& got_put = seen[1];  // "/b/a%2Fb%20c+d"
+  const Seen& got_empty_put = seen[2];
+  const Seen& got_delete = seen[3];
+
+  CHECK(got_put.method == "PUT");
+  CHECK(got_put.target == "/b/a%2Fb%20c+d");
+  CHECK(got_put.body == body);
+  auto header = [](const Seen& s, const std::string& name) {
+    std::vector<std::string> values;
+    for (auto [it, end] = s.headers.equal_range(name); it != end; ++it)
+      values.push_back(it->second);
+    return values;
+  };
+  CHECK(header(got_put, "Host") == std::vector<std::string>{host});
+  CHECK(header(got_put, "x-amz-date") == std::vector<std::string>{"20240101T000000Z"});
+  CHECK(header(got_put, "x-amz-content-sha256") == std::vector<std::string>{"UNSIGNED-PAYLOAD"});
+  CHECK(header(got_put, "x-amz-meta-empty") == std::vector<std::string>{""});
+  CHECK(header(got_put, "Authorization") ==
+        std::vector<std::string>{"AWS4-HMAC-SHA256 Credential=AKID/x, Signature=abc"});
+  CHECK(header(got_put, "Content-Length") == std::vector<std::string>{std::to_string(body.size())});
+  CHECK(header(got_put, "User-Agent") == std::vector<std::string>{"tfork/test"});
+  for (const Seen* s : {&got_put, &got_raw, &got_empty_put, &got_delete}) {
+    CHECK(header(*s, "Expect").empty());
+    CHECK(header(*s, "Content-Type").empty());
+    CHECK(header(*s, "Accept").empty());
+    CHECK(header(*s, "Transfer-Encoding").empty());
+  }
+
+  CHECK(got_raw.method == "GET");
+  CHECK(got_raw.target == "//x/./y/../z");
+  CHECK(header(got_raw, "User-Agent") == std::vector<std::string>{"custom/1"});
+
+  CHECK(got_empty_put.method == "PUT");
+  CHECK(got_empty_put.target == "/bucket");
+  CHECK(header(got_empty_put, "Content-Length") == std::vector<std::string>{"0"});
+
+  CHECK(got_delete.method == "DELETE");
+  CHECK(got_delete.target == "/bucket/key");
+  CHECK(got_delete.body.empty());
+}
+
+TEST_CASE("HEAD returns status and headers without reading a body", "[http]") {
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    response.set_header("x-amz-request-id", "req-1");
+    response.set_content("hello world", "text/plain");
+    (void)request;
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  const auto result = transport->send(Request{"HEAD", server.url("/bucket"), {}, {}});
+  REQUIRE(result.has_value());
+  CHECK(result->status == 200);
+  CHECK(result->body.empty());
+  CHECK(result->header("content-length") == "11");
+  CHECK(result->header("X-Amz-Request-Id") == "req-1");
+  // And the connection is still good for the next request.
+  const auto next = transport->send(get(server, "/bucket"));
+  REQUIRE(next.has_value());
+  CHECK(next->body == "hello world");
+}
+
+TEST_CASE("--debug logs request and response lines with secrets redacted", "[http]") {
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    if (request.path == "/iam") {
+      response.status = 400;
+      response.set_content(R"({"SecretAccessKey":"wJalrXUtnFEMI/K7MDENG"})", "application/json");
+    } else {
+      response.status = 403;
+      response.set_content("<Error><Code>AccessDenied</Code></Error>", "application/xml");
+    }
+  });
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto logger = std::make_shared<spdlog::logger>("http", sink);
+  logger->set_level(spdlog::level::debug);
+  spdlog::drop("http");
+  spdlog::register_logger(logger);
+
+  Options options = fast_options();
+  options.debug = true;
+  auto transport = tfork::http::make_curl_transport(options);
+  const std::string signature = "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7";
+  const Request request{
+      "GET",
+      server.url("/logged?X-Amz-Credential=AKIDEXAMPLE&X-Amz-Signature=" + signature),
+      {{"Authorization",
+        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/auto/s3/aws4_request, "
+        "SignedHeaders=host;x-amz-date, Signature=" +
+            signature},
+       {"x-amz-security-token", "SESSIONTOKENVALUE"},
+       {"x-amz-date", "20240101T000000Z"}},
+      {}};
+  REQUIRE(transport->send(request).has_value());
+  REQUIRE(transport->send(get(server, "/iam")).has_value());
+  logger->flush();
+  spdlog::drop("http");
+  const std::string log = captured.str();
+
+  CHECK_THAT(log, Catch::Contains(
+                      "> GET /logged?X-Amz-Credential=AKIDEXAMPLE&X-Amz-Signature=*** HTTP/1.1"));
+  CHECK_THAT(log,
+             Catch::Contains("Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/"
+                             "auto/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=***"));
+  CHECK_THAT(log, Catch::Contains("x-amz-security-token: ***"));
+  CHECK_THAT(log, Catch::Contains("x-amz-date: 20240101T000000Z"));
+  CHECK_THAT(log, Catch::Contains("< HTTP/1.1 403 Forbidden"));
+  CHECK_THAT(log, Catch::Contains("AccessDenied"));  // a short error body is shown
+  CHECK(log.find(signature) == std::string::npos);
+  CHECK(log.find("SESSIONTOKENVALUE") == std::string::npos);
+  CHECK(log.find("wJalrXUtnFEMI") == std::string::npos);
+}
+
+TEST_CASE("is_retryable_response and backoff_ceiling", "[http]") {
+  using tfork::http::backoff_ceiling;
+  using tfork::http::is_retryable_response;
+  using tfork::http::Response;
+  auto response = [](int status, std::string body = {}) {
+    Response r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  };
+  for (const int status : {429, 500, 502, 503, 504})
+    CHECK(is_retryable_response(response(status)));
+  for (const int status : {200, 204, 301, 400, 403, 404, 409, 501}) {
+    CHECK_FALSE(is_retryable_response(response(status)));
+  }
+  CHECK(is_retryable_response(response(400, k_slow_down)));
+  CHECK_FALSE(is_retryable_response(response(200, k_slow_down)));
+
+  tfork::http::RetryPolicy policy;
+  policy.base_delay = 100ms;
+  policy.max_delay = 1000ms;
+  CHECK(backoff_ceiling(policy, 1) == 100ms);
+  CHECK(backoff_ceiling(policy, 2) == 200ms);
+  CHECK(backoff_ceiling(policy, 4) == 800ms);
+  CHECK(backoff_ceiling(policy, 5) == 1000ms);
+  CHECK(backoff_ceiling(policy, 1000) == 1000ms);
+}
