@@ -200,7 +200,7 @@ class CurlTransport final : public Transport {
     curl::ensure_global_init();
     multi_.reset(curl_multi_init());
     share_.reset(curl_share_init());
-    if (!multi_ || !share_) throw std::runtime_error("libcurl: cannot create a multi handle");
+    if (!multi_ || !share_) throw std::runtime_error("libcurl: cannot create its handles");
     // HTTP/2 streams share a connection where the server offers it (ALPN on https).
     curl_multi_setopt(multi_.get(), CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     // Resumed TLS sessions make each new connection to the same host cheaper. Every use of
@@ -237,8 +237,9 @@ class CurlTransport final : public Transport {
           parallel_(parallel),
           on_done_(on_done),
           results_(requests.size()) {
-      for (std::size_t i = 0; i < requests.size(); ++i)
+      for (std::size_t i = 0; i < requests.size(); ++i) {
         pending_.push_back(i);
+      }
       CURLM* multi = owner_.multi_.get();
       const auto limit = static_cast<long>(parallel_);
       // N requests at max_parallel P use at most P connections (cli.md §9), and the cache
@@ -382,7 +383,6 @@ class CurlTransport final : public Transport {
         return "request to " + host_port(request.url) + " has an invalid URL or method";
       }
 
-      curl_easy_setopt(easy, CURLOPT_PRIVATE, &transfer);
       curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
       curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);  // S3 paths are never normalised
       curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer.headers.get());
