@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# man/tfork.1 renders without warnings, and documents every subcommand and global option
+# that `tfork --help` shows.
+set -euo pipefail
+cd "${TFORK_SOURCE_DIR:?}"
+warnings=$(MANWIDTH=100 man --warnings -l man/tfork.1 2>&1 >/dev/null)
+[[ -z "$warnings" ]] || { echo "man warnings:"; echo "$warnings"; exit 1; }
+page=$(MANWIDTH=200 man -l man/tfork.1 2>/dev/null | col -b)
+missing=0
+for option in $("${TFORK:?}" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
+  [[ "$option" == --help || "$option" == --version ]] && continue
+  grep -q -- "$option" <<<"$page" || { echo "man page lacks global option $option"; missing=1; }
+done
+for command in $("$TFORK" --help | awk '/^SUBCOMMANDS:/{on=1; next} on && NF {print $1}'); do
+  grep -qE "tfork $command|^ *$command" <<<"$page" || { echo "man page lacks command $command"; missing=1; }
+done
+exit $missing
