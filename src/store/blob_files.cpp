@@ -1,12 +1,11 @@
 #include "blob_files.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "tfork/crypto/hash.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <system_error>
-
-#include "tfork/crypto/hash.hpp"
+#include <unistd.h>
 
 namespace tfork::store {
 
@@ -147,7 +146,8 @@ void BlobFiles::remove_unreferenced(const std::vector<std::string>& hashes) {
 }
 
 std::size_t BlobFiles::sweep(const std::function<bool(std::string_view hash)>& referenced) {
-  for (const auto& entry : fs::directory_iterator(tmp_)) fs::remove_all(entry.path());
+  for (const auto& entry : fs::directory_iterator(tmp_))
+    fs::remove_all(entry.path());
   std::size_t removed = 0;
   for (const auto& entry : fs::recursive_directory_iterator(blobs_)) {
     if (!entry.is_regular_file()) continue;

@@ -3,6 +3,8 @@
 // sweep): blobs/ab/cd/<sha256hex>, written to tmp/ first and renamed into place, so a blob
 // file is always complete. Deduplicated by name; reference counts live in meta.db.
 
+#include "tfork/store/store.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -12,8 +14,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include "tfork/store/store.hpp"
 
 namespace tfork::store {
 

@@ -19,7 +19,9 @@ Stmt::Stmt(sqlite3* db, std::string_view sql) : db_(db) {
   if (rc != SQLITE_OK) fail(db, rc, std::string("prepare ") + std::string(sql));
 }
 
-Stmt::~Stmt() { sqlite3_finalize(stmt_); }
+Stmt::~Stmt() {
+  sqlite3_finalize(stmt_);
+}
 
 Stmt& Stmt::bind(int index, std::int64_t value) {
   const int rc = sqlite3_bind_int64(stmt_, index, value);
@@ -29,8 +31,8 @@ Stmt& Stmt::bind(int index, std::int64_t value) {
 
 Stmt& Stmt::bind(int index, std::string_view value) {
   // SQLITE_TRANSIENT: SQLite copies the bytes, so callers may pass temporaries.
-  const int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                                     SQLITE_UTF8);
+  const int rc =
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK) fail(db_, rc, "bind");
   return *this;
 }
@@ -62,9 +64,13 @@ void Stmt::reset() noexcept {
   sqlite3_clear_bindings(stmt_);
 }
 
-bool Stmt::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+bool Stmt::is_null(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
 
-std::int64_t Stmt::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+std::int64_t Stmt::int64(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
 
 std::string_view Stmt::view(int column) const {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
@@ -72,7 +78,9 @@ std::string_view Stmt::view(int column) const {
   return {text, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))};
 }
 
-std::string Stmt::text(int column) const { return std::string(view(column)); }
+std::string Stmt::text(int column) const {
+  return std::string(view(column));
+}
 
 std::optional<std::string> Stmt::opt_text(int column) const {
   if (is_null(column)) return std::nullopt;
@@ -123,7 +131,9 @@ Stmt& Db::statement(std::string_view sql) {
   return *it->second;
 }
 
-std::int64_t Db::changes() const noexcept { return sqlite3_changes64(db_); }
+std::int64_t Db::changes() const noexcept {
+  return sqlite3_changes64(db_);
+}
 
 Transaction::Transaction(Db& db, Kind kind) : db_(&db) {
   db.exec(kind == Kind::write ? "BEGIN IMMEDIATE" : "BEGIN");

@@ -46,8 +46,8 @@ class Stmt {
 
   bool is_null(int column) const;
   std::int64_t int64(int column) const;
-  std::string text(int column) const;            // "" for NULL
-  std::string_view view(int column) const;       // valid until the next step/reset
+  std::string text(int column) const;       // "" for NULL
+  std::string_view view(int column) const;  // valid until the next step/reset
   std::optional<std::string> opt_text(int column) const;
   std::optional<std::int64_t> opt_int64(int column) const;
 

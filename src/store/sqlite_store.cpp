@@ -1,13 +1,12 @@
 #include "sqlite_store.hpp"
 
-#include <sys/file.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace tfork::store {
 
@@ -150,7 +149,10 @@ Result<std::unique_ptr<Store>> SqliteStore::open_at(const fs::path& dir,
 }
 
 SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
-    : dir_(std::move(dir)), options_(options), lock_fd_(lock_fd), blobs_(dir_, options.durability) {}
+    : dir_(std::move(dir)),
+      options_(options),
+      lock_fd_(lock_fd),
+      blobs_(dir_, options.durability) {}
 
 SqliteStore::~SqliteStore() {
   pool_.clear();
@@ -160,14 +162,21 @@ SqliteStore::~SqliteStore() {
 
 void SqliteStore::initialise() {
   writer_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
-  writer_->exec("PRAGMA journal_mode=WAL");
   // §6.8 and the brief: NORMAL in WAL survives kill -9 (the WAL is written before COMMIT
   // returns; only power loss can drop the last commits); FULL also survives power loss.
   switch (options_.durability) {
-    case Durability::full: writer_->exec("PRAGMA synchronous=FULL"); break;
-    case Durability::normal: writer_->exec("PRAGMA synchronous=NORMAL"); break;
-    case Durability::off: writer_->exec("PRAGMA synchronous=OFF"); break;
+    case Durability::full:
+      writer_->exec("PRAGMA synchronous=FULL");
+      break;
+    case Durability::normal:
+      writer_->exec("PRAGMA synchronous=NORMAL");
+      break;
+    case Durability::off:
+      writer_->exec("PRAGMA synchronous=OFF");
+      break;
   }
+  // After synchronous, so switching a new file to WAL is already governed by it.
+  writer_->exec("PRAGMA journal_mode=WAL");
   writer_->exec("PRAGMA foreign_keys=ON");
   writer_->exec("PRAGMA temp_store=MEMORY");
   writer_->exec("PRAGMA cache_size=-16384");
@@ -183,9 +192,11 @@ void SqliteStore::initialise() {
   std::vector<std::int64_t> pending;
   {
     auto q = writer_->query("SELECT id FROM buckets WHERE state=1");
-    while (q->step()) pending.push_back(q->int64(0));
+    while (q->step())
+      pending.push_back(q->int64(0));
   }
-  for (const auto id : pending) reclaim(id);
+  for (const auto id : pending)
+    reclaim(id);
 
   // §6.7 blob sweep: tmp/ is emptied and files that no row names are orphans of a crash
   // between rename and commit (or of a put that never happened).
@@ -232,15 +243,15 @@ Seq SqliteStore::next_seq(sqlite::Db& db) {
 // ---------------------------------------------------------------- bucket rows and chains
 
 std::optional<BucketRow> SqliteStore::find_bucket(sqlite::Db& db, std::string_view name) {
-  auto q = db.query(std::string("SELECT ") + kBucketColumns +
-                    " FROM buckets WHERE name=?1 AND state=0");
+  auto q =
+      db.query(std::string("SELECT ") + kBucketColumns + " FROM buckets WHERE name=?1 AND state=0");
   if (!q->bind(1, name).step()) return std::nullopt;
   return bucket_from(*q);
 }
 
 std::optional<BucketRow> SqliteStore::find_bucket_by_id(sqlite::Db& db, std::int64_t id) {
-  auto q = db.query(std::string("SELECT ") + kBucketColumns +
-                    " FROM buckets WHERE id=?1 AND state=0");
+  auto q =
+      db.query(std::string("SELECT ") + kBucketColumns + " FROM buckets WHERE id=?1 AND state=0");
   if (!q->bind(1, id).step()) return std::nullopt;
   return bucket_from(*q);
 }
@@ -312,8 +323,8 @@ Result<BucketInfo> SqliteStore::create_bucket(std::string_view name, bool snapsh
       return fail(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
     }
     const Seq seq = next_seq(ctx.db);
-    auto q = ctx.db.query(
-        "INSERT INTO buckets(name, snapshot_enabled, created_seq) VALUES(?1, ?2, ?3)");
+    auto q =
+        ctx.db.query("INSERT INTO buckets(name, snapshot_enabled, created_seq) VALUES(?1, ?2, ?3)");
     q->bind(1, name).bind(2, std::int64_t{snapshot_enabled}).bind(3, seq).run();
     BucketInfo info;
     info.name = std::string(name);
@@ -386,11 +397,13 @@ Result<std::vector<BucketInfo>> SqliteStore::list_buckets() {
     {
       auto q = db.query(std::string("SELECT ") + kBucketColumns +
                         " FROM buckets WHERE state=0 ORDER BY name");
-      while (q->step()) rows.push_back(bucket_from(*q));
+      while (q->step())
+        rows.push_back(bucket_from(*q));
     }
     std::vector<BucketInfo> out;
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back(info_of(db, row));
+    for (const auto& row : rows)
+      out.push_back(info_of(db, row));
     return out;
   });
 }
@@ -404,11 +417,13 @@ Result<std::vector<BucketInfo>> SqliteStore::list_forks(std::string_view source)
       auto q = db.query(std::string("SELECT ") + kBucketColumns +
                         " FROM buckets WHERE parent_id=?1 AND state=0 ORDER BY name");
       q->bind(1, src->id);
-      while (q->step()) rows.push_back(bucket_from(*q));
+      while (q->step())
+        rows.push_back(bucket_from(*q));
     }
     std::vector<BucketInfo> out;
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back(info_of(db, row));
+    for (const auto& row : rows)
+      out.push_back(info_of(db, row));
     return out;
   });
 }
@@ -441,23 +456,11 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
     {
       auto q = ctx.db.query("SELECT upload_id FROM uploads WHERE bucket_id=?1");
       q->bind(1, row->id);
-      while (q->step()) uploads.push_back(q->text(0));
+      while (q->step())
+        uploads.push_back(q->text(0));
     }
-    for (const auto& upload : uploads) {
-      std::vector<std::string> parts;
-      {
-        auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1");
-        q->bind(1, std::string_view(upload));
-        while (q->step()) parts.push_back(q->text(0));
-      }
-      for (const auto& blob : parts) drop_ref(ctx, blob);
-      ctx.db.query("DELETE FROM upload_parts WHERE upload_id=?1")
-          ->bind(1, std::string_view(upload))
-          .run();
-      ctx.db.query("DELETE FROM uploads WHERE upload_id=?1")
-          ->bind(1, std::string_view(upload))
-          .run();
-    }
+    for (const auto& upload : uploads)
+      remove_upload(ctx, upload);
     id = row->id;
     return {};
   });
@@ -482,9 +485,11 @@ void SqliteStore::reclaim(std::int64_t bucket_id) {
       {
         auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
         q->bind(1, bucket_id).bind(2, std::int64_t{kReclaimBatch});
-        while (q->step()) rows.emplace_back(q->text(0), q->int64(1));
+        while (q->step())
+          rows.emplace_back(q->text(0), q->int64(1));
       }
-      for (const auto& [key, seq] : rows) remove_version(ctx, bucket_id, key, seq);
+      for (const auto& [key, seq] : rows)
+        remove_version(ctx, bucket_id, key, seq);
       if (rows.empty()) {
         // No child row can name this bucket: delete_bucket refuses while any exists.
         ctx.db.query("DELETE FROM buckets WHERE id=?1")->bind(1, bucket_id).run();
@@ -548,7 +553,8 @@ Result<std::vector<SnapshotInfo>> SqliteStore::list_snapshots(std::string_view b
     std::vector<SnapshotInfo> out;
     auto q = db.query("SELECT seq, name FROM snapshots WHERE bucket_id=?1 ORDER BY seq DESC");
     q->bind(1, row->id);
-    while (q->step()) out.push_back(SnapshotInfo{q->int64(0), q->opt_text(1), q->int64(0)});
+    while (q->step())
+      out.push_back(SnapshotInfo{q->int64(0), q->opt_text(1), q->int64(0)});
     return out;
   });
 }
@@ -580,16 +586,19 @@ Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
   }
 }
 
-fs::path SqliteStore::blob_path(const BlobRef& blob) const { return blobs_.path_of(blob.hash); }
+fs::path SqliteStore::blob_path(const BlobRef& blob) const {
+  return blobs_.path_of(blob.hash);
+}
 
-fs::path SqliteStore::tmp_dir() const { return blobs_.tmp_dir(); }
+fs::path SqliteStore::tmp_dir() const {
+  return blobs_.tmp_dir();
+}
 
 Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view sha256_hex) {
-  const bool hex = sha256_hex.size() == 64 && std::all_of(sha256_hex.begin(), sha256_hex.end(),
-                                                          [](char c) {
-                                                            return (c >= '0' && c <= '9') ||
-                                                                   (c >= 'a' && c <= 'f');
-                                                          });
+  const bool hex =
+      sha256_hex.size() == 64 && std::all_of(sha256_hex.begin(), sha256_hex.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
   if (!hex) return fail(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
   try {
     return blobs_.adopt(file, sha256_hex);

@@ -4,7 +4,10 @@
 // snapshots), objects.cpp (chain reads and the write path), listing.cpp (the k-way merge),
 // multipart.cpp, access_keys.cpp.
 
-#include <atomic>
+#include "tfork/store/store.hpp"
+
+#include "blob_files.hpp"
+#include "sqlite.hpp"
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -16,10 +19,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include "blob_files.hpp"
-#include "sqlite.hpp"
-#include "tfork/store/store.hpp"
 
 namespace tfork::store {
 
@@ -53,8 +52,8 @@ struct Layer {
 // Immutable because a bucket's parent and fork_seq never change and ids are never reused,
 // so it is cached by id without any invalidation except on delete (§6.4).
 struct Ancestry {
-  std::vector<std::int64_t> ids;   // ids[0] is the bucket itself
-  std::vector<Seq> caps;           // caps[i] = fork_seq of ids[i] (horizon of ids[i+1])
+  std::vector<std::int64_t> ids;  // ids[0] is the bucket itself
+  std::vector<Seq> caps;          // caps[i] = fork_seq of ids[i] (horizon of ids[i+1])
 };
 
 // A version row as read back (object or tombstone).
@@ -138,15 +137,13 @@ class SqliteStore final : public Store {
   Result<AccessKey> get_access_key(std::string_view id) override;
   Result<std::vector<AccessKey>> list_access_keys() override;
   Result<void> delete_access_key(std::string_view id) override;
-  Result<void> update_access_key_roles(std::string_view id,
-                                       std::vector<BucketRole> roles) override;
+  Result<void> update_access_key_roles(std::string_view id, std::vector<BucketRole> roles) override;
 
  private:
   SqliteStore(std::filesystem::path dir, StoreOptions options, int lock_fd);
   void initialise();
 
   // ---- connections and transactions (§6.8)
-  class ReadLease;
   std::unique_ptr<sqlite::Db> acquire_reader();
   void release_reader(std::unique_ptr<sqlite::Db> db);
 
@@ -181,7 +178,7 @@ class SqliteStore final : public Store {
                                       std::string_view key);
   static bool pinned(sqlite::Db& db, std::int64_t bucket_id, Seq from, Seq to);
   static ObjectInfo object_info(sqlite::Db& db, std::int64_t bucket_id, std::string_view key,
-                               const VersionRow& row);
+                                const VersionRow& row);
   static std::vector<BlobRef> version_parts(sqlite::Db& db, std::int64_t bucket_id,
                                             std::string_view key, Seq seq);
   // Inserts a version (object when `object` is set, else a tombstone) in `bucket` and, in a
@@ -192,8 +189,10 @@ class SqliteStore final : public Store {
   static void add_ref(WriteCtx& ctx, std::string_view hash, std::int64_t size);
   static void drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count = 1);
   // Removes one version row and its parts, dropping their blob references.
-  static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key,
-                             Seq seq);
+  static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
+
+  // Drops every part's reference and the upload's rows.
+  static void remove_upload(WriteCtx& ctx, std::string_view upload_id);
 
   // ---- listing
   Result<ListPage> list_in(sqlite::Db& db, const BucketRow& bucket, const ListQuery& query);
@@ -236,7 +235,8 @@ auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
       }
       blobs_.remove_unreferenced(unlink);
     }
-    for (const auto& hash : ctx.consumed_pins) blobs_.release(hash);
+    for (const auto& hash : ctx.consumed_pins)
+      blobs_.release(hash);
     return result;
   } catch (const std::exception& e) {
     return fail(StoreErrc::io, e.what());

@@ -12,11 +12,20 @@
 //   they never repeat or go backwards, across restarts too.
 // * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
 //   that names them. A blob file is immutable; stream it from blob_path() with no lock held.
+//   Its file is unlinked once no row names it (an overwrite in a regular bucket, a deleted
+//   fork), so open every part right after get_object (an open file stays readable) and, if
+//   one is already gone (ENOENT), call get_object again: the newer state is consistent.
+// * Errors: a second Store on the same directory fails with StoreErrc::io ("in use").
+//   Keys are 1..1024 bytes without NUL (else invalid_argument). A row can never name a blob
+//   that was not written (put_object/put_part answer invalid_argument).
 // * ETags: put_object and put_part store the caller's etag (md5 hex of the content).
 //   complete_upload computes the multipart ETag itself with multipart_etag() below — the one
 //   place that rule lives.
 // * Listing results carry key, seq, size, etag, content_type and checksums; user_meta and
 //   parts are left empty (ListObjects does not return them; use get_object).
+// * delete_bucket frees the name at once, then removes the rows the bucket itself wrote in
+//   short batches before it returns (O(its own writes), never O(objects visible through it));
+//   an interrupted reclaim is finished by the next open.
 // * Snapshot-enabled buckets (and all forks) keep every version, so any ns timestamp can be
 //   read. A regular root bucket keeps only the live version of a key, plus versions pinned by
 //   snapshots it took while it was snapshot-enabled; `at` reads there are best effort.
@@ -39,18 +48,19 @@ using Seq = std::int64_t;
 
 enum class StoreErrc {
   no_such_bucket,
-  bucket_exists,          // the name is taken
-  bucket_not_empty,       // plain delete of a bucket with visible objects
-  bucket_has_forks,       // delete (even forced) of a bucket with live forks
-  not_snapshot_enabled,   // snapshot or fork of a regular bucket
+  bucket_exists,         // the name is taken
+  bucket_not_empty,      // plain delete of a bucket with visible objects
+  bucket_has_forks,      // delete (even forced) of a bucket with live forks
+  not_snapshot_enabled,  // snapshot or fork of a regular bucket
   no_such_snapshot,
   no_such_key,
   no_such_upload,
-  invalid_part,           // CompleteMultipartUpload names a part that was not uploaded / bad etag
+  // CompleteMultipartUpload names a part that was not uploaded, or with another etag
+  invalid_part,
   invalid_part_order,
   no_such_access_key,
   invalid_argument,
-  io,                     // disk or database failure
+  io,  // disk or database failure
 };
 
 struct StoreError {
@@ -82,7 +92,8 @@ struct BlobRef {
   std::int64_t size = 0;
 };
 
-using Metadata = std::vector<std::pair<std::string, std::string>>;  // x-amz-meta-* (names lowercased, no prefix)
+// x-amz-meta-* (names lowercased, no prefix)
+using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 struct ObjectInfo {
   std::string key;
@@ -91,7 +102,7 @@ struct ObjectInfo {
   std::string etag;  // without quotes; "<md5hex>" or "<md5hex>-<parts>"
   std::string content_type;
   Metadata user_meta;
-  Metadata checksums;         // e.g. {"crc32", "<base64>"}
+  Metadata checksums;          // e.g. {"crc32", "<base64>"}
   std::vector<BlobRef> parts;  // the content in order: one blob, or one per multipart part
 };
 
@@ -111,15 +122,15 @@ struct ListQuery {
   // was an emitted common prefix and its whole subtree is skipped.
   std::string after;
   bool after_is_prefix = false;
-  int max_keys = 1000;     // keys plus common prefixes per page
-  std::optional<Seq> at;   // X-Tigris-Snapshot-Version: list the bucket as of this time
+  int max_keys = 1000;    // keys plus common prefixes per page
+  std::optional<Seq> at;  // X-Tigris-Snapshot-Version: list the bucket as of this time
 };
 
 struct ListPage {
   std::vector<ObjectInfo> objects;           // in key order
   std::vector<std::string> common_prefixes;  // in order
   bool truncated = false;
-  std::string last;            // the last key or prefix emitted (resume point)
+  std::string last;  // the last key or prefix emitted (resume point)
   bool last_is_prefix = false;
 };
 
@@ -174,7 +185,7 @@ class Store {
   virtual Result<BucketInfo> create_fork(std::string_view name, std::string_view source,
                                          std::optional<Seq> snapshot) = 0;
   virtual Result<BucketInfo> head_bucket(std::string_view name) = 0;
-  virtual Result<std::vector<BucketInfo>> list_buckets() = 0;                    // by name
+  virtual Result<std::vector<BucketInfo>> list_buckets() = 0;                       // by name
   virtual Result<std::vector<BucketInfo>> list_forks(std::string_view source) = 0;  // by name
   // force: remove the contents too. Either way a bucket with live forks is refused.
   virtual Result<void> delete_bucket(std::string_view name, bool force) = 0;
@@ -182,7 +193,8 @@ class Store {
 
   virtual Result<SnapshotInfo> take_snapshot(std::string_view bucket,
                                              std::optional<std::string> name) = 0;
-  virtual Result<std::vector<SnapshotInfo>> list_snapshots(std::string_view bucket) = 0;  // newest first
+  // Newest first.
+  virtual Result<std::vector<SnapshotInfo>> list_snapshots(std::string_view bucket) = 0;
   virtual Result<void> delete_snapshot(std::string_view bucket, Seq version) = 0;
 
   // ---- blobs: written before any row names them

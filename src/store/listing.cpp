@@ -1,0 +1,179 @@
+// ListObjects through a fork chain: a k-way merge of one ordered cursor per layer
+// (server-design.md §6.5, after lakeFS's CombinedIterator + FilterTombstoneIterator).
+
+#include "sqlite_store.hpp"
+#include <string>
+
+namespace tfork::store {
+
+namespace {
+
+// One chain layer's rows in key order: for each key, the newest version at or below the
+// layer's horizon. SQLite takes the bare columns from the row holding max(seq) and streams
+// GROUP BY in primary-key order (§3.2), so this is an index range scan that steps lazily.
+// The layer number in the text gives each layer its own cached statement.
+std::string layer_sql(bool inclusive, bool bounded, std::size_t depth) {
+  std::string sql =
+      "SELECT key, max(seq), kind, size, etag, content_type, checksums FROM versions "
+      "WHERE bucket_id=?1 AND key";
+  sql += inclusive ? ">=?2" : ">?2";
+  if (bounded) sql += " AND key<?3";
+  sql += " AND seq<=?4 GROUP BY key ORDER BY key /* layer ";
+  sql += std::to_string(depth);
+  sql += " */";
+  return sql;
+}
+
+class Cursor {
+ public:
+  Cursor(sqlite::Db& db, Layer layer, std::size_t depth, const std::optional<std::string>& upper)
+      : db_(&db), layer_(layer), depth_(depth), upper_(&upper) {}
+  ~Cursor() {
+    if (stmt_ != nullptr) stmt_->reset();
+  }
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  Cursor(Cursor&& other) noexcept
+      : db_(other.db_),
+        layer_(other.layer_),
+        depth_(other.depth_),
+        upper_(other.upper_),
+        stmt_(std::exchange(other.stmt_, nullptr)),
+        valid_(other.valid_),
+        key_(std::move(other.key_)) {}
+  Cursor& operator=(Cursor&&) = delete;
+
+  // Re-binds the lower bound (§6.5 seek): the next row is the first key >= (or >) `bound`.
+  void seek(const std::string& bound, bool inclusive) {
+    if (stmt_ != nullptr) stmt_->reset();
+    stmt_ = &db_->statement(layer_sql(inclusive, upper_->has_value(), depth_));
+    stmt_->bind(1, layer_.bucket_id).bind(2, std::string_view(bound)).bind(4, layer_.horizon);
+    if (upper_->has_value()) stmt_->bind(3, std::string_view(**upper_));
+    advance();
+  }
+
+  void advance() {
+    valid_ = stmt_->step();
+    if (valid_) key_.assign(stmt_->view(0));
+  }
+
+  bool valid() const noexcept { return valid_; }
+  const std::string& key() const noexcept { return key_; }
+  bool tombstone() const { return stmt_->int64(2) == kKindTombstone; }
+
+  ObjectInfo object() const {
+    ObjectInfo info;
+    info.key = key_;
+    info.seq = stmt_->int64(1);
+    info.size = stmt_->int64(3);
+    info.etag = stmt_->text(4);
+    info.content_type = stmt_->text(5);
+    info.checksums = decode_metadata(stmt_->opt_text(6));
+    return info;
+  }
+
+ private:
+  sqlite::Db* db_;
+  Layer layer_;
+  std::size_t depth_;
+  const std::optional<std::string>* upper_;
+  sqlite::Stmt* stmt_ = nullptr;
+  bool valid_ = false;
+  std::string key_;
+};
+
+struct Bound {
+  std::string key;
+  bool inclusive = true;
+};
+
+}  // namespace
+
+Result<ListPage> SqliteStore::list_objects(std::string_view bucket, const ListQuery& query) {
+  return read([&](sqlite::Db& db) -> Result<ListPage> {
+    const auto row = find_bucket(db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    return list_in(db, *row, query);
+  });
+}
+
+Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
+                                      const ListQuery& query) {
+  if (query.max_keys < 0) return fail(StoreErrc::invalid_argument, "negative max-keys");
+  ListPage page;
+  if (query.max_keys == 0) return page;  // nothing asked for; never "truncated" (no resume point)
+
+  // Where the page starts: the prefix, or just past the resume point when that is later.
+  Bound start{query.prefix, true};
+  if (!query.after.empty()) {
+    Bound resume{query.after, false};
+    if (query.after_is_prefix) {
+      // §6.5: resuming after a common prefix skips its whole subtree.
+      auto next = prefix_successor(query.after);
+      if (!next) return page;
+      resume = Bound{std::move(*next), true};
+    }
+    if (resume.key > start.key || (resume.key == start.key && !resume.inclusive)) {
+      start = std::move(resume);
+    }
+  }
+  const std::optional<std::string> upper =
+      query.prefix.empty() ? std::nullopt : prefix_successor(query.prefix);
+  if (upper && start.key >= *upper) return page;
+
+  const auto layers = chain(db, bucket.id, query.at);
+  std::vector<Cursor> cursors;
+  cursors.reserve(layers.size());
+  for (std::size_t depth = 0; depth < layers.size(); ++depth) {
+    cursors.emplace_back(db, layers[depth], depth, upper);
+    cursors.back().seek(start.key, start.inclusive);
+  }
+
+  int emitted = 0;
+  while (true) {
+    // The smallest head key; on equal keys the nearest layer (lowest depth) wins. Chains are
+    // a handful of layers deep, so a linear scan beats a heap here.
+    const Cursor* best = nullptr;
+    for (const auto& cursor : cursors) {
+      if (cursor.valid() && (best == nullptr || cursor.key() < best->key())) best = &cursor;
+    }
+    if (best == nullptr) break;
+    const bool tombstone = best->tombstone();
+    ObjectInfo object;
+    if (!tombstone) object = best->object();
+    const std::string key = best->key();
+    for (auto& cursor : cursors) {
+      if (cursor.valid() && cursor.key() == key) cursor.advance();  // deeper copies are shadowed
+    }
+    if (tombstone) continue;  // absent, but it still shadowed the deeper layers
+
+    std::optional<std::string> common;
+    if (!query.delimiter.empty()) {
+      const auto pos = key.find(query.delimiter, query.prefix.size());
+      if (pos != std::string::npos) common = key.substr(0, pos + query.delimiter.size());
+    }
+    if (emitted == query.max_keys) {
+      page.truncated = true;  // a further visible entry exists
+      break;
+    }
+    ++emitted;
+    if (common) {
+      page.common_prefixes.push_back(*common);
+      page.last = *common;
+      page.last_is_prefix = true;
+      // §6.5: emit the CommonPrefix once, then seek every layer past its subtree.
+      const auto next = prefix_successor(*common);
+      if (!next) break;
+      for (auto& cursor : cursors) {
+        if (cursor.valid() && cursor.key() < *next) cursor.seek(*next, true);
+      }
+    } else {
+      page.objects.push_back(std::move(object));
+      page.last = key;
+      page.last_is_prefix = false;
+    }
+  }
+  return page;
+}
+
+}  // namespace tfork::store

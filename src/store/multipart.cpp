@@ -1,0 +1,213 @@
+// Multipart uploads (server-design.md §6.6): parts are ordinary blobs referenced by
+// upload_parts; completion writes a version whose manifest is version_parts, so nothing is
+// concatenated and GET streams the parts in order.
+
+#include "tfork/crypto/hash.hpp"
+
+#include "sqlite_store.hpp"
+#include <algorithm>
+#include <cctype>
+
+namespace tfork::store {
+
+namespace {
+
+constexpr int kMaxPartNumber = 10000;  // S3's limit
+
+struct UploadRow {
+  std::int64_t bucket_id = 0;
+  std::string key;
+  Seq created = 0;
+  std::string content_type;
+  std::optional<std::string> user_meta;
+  std::optional<std::string> checksums;
+};
+
+std::optional<UploadRow> find_upload(sqlite::Db& db, std::string_view upload_id) {
+  auto q = db.query(
+      "SELECT bucket_id, key, created, content_type, user_meta, checksums FROM uploads "
+      "WHERE upload_id=?1");
+  if (!q->bind(1, upload_id).step()) return std::nullopt;
+  return UploadRow{q->int64(0), q->text(1),     q->int64(2),
+                   q->text(3),  q->opt_text(4), q->opt_text(5)};
+}
+
+// Clients echo ETags quoted and sometimes upper-cased.
+std::string normalise_etag(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  std::string out(etag);
+  std::ranges::transform(out, out.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::unexpected<StoreError> no_upload(std::string_view upload_id) {
+  return fail(StoreErrc::no_such_upload, "no such upload " + std::string(upload_id));
+}
+
+}  // namespace
+
+Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::string_view key,
+                                              NewObject meta) {
+  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
+    const auto row = find_bucket(ctx.db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    UploadInfo info{crypto::random_hex(16), row->name, std::string(key), now_ns()};
+    const auto user_meta = encode_metadata(meta.user_meta);
+    const auto checksums = encode_metadata(meta.checksums);
+    ctx.db
+        .query(
+            "INSERT INTO uploads(upload_id, bucket_id, key, created, content_type, user_meta, "
+            "checksums) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        ->bind(1, std::string_view(info.upload_id))
+        .bind(2, row->id)
+        .bind(3, key)
+        .bind(4, info.created)
+        .bind(5, std::string_view(meta.content_type))
+        .bind(6, user_meta ? std::optional<std::string_view>(*user_meta) : std::nullopt)
+        .bind(7, checksums ? std::optional<std::string_view>(*checksums) : std::nullopt)
+        .run();
+    return info;
+  });
+}
+
+Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_number, BlobRef blob,
+                                       std::string etag) {
+  if (part_number < 1 || part_number > kMaxPartNumber) {
+    return fail(StoreErrc::invalid_argument,
+                "part number must be 1.." + std::to_string(kMaxPartNumber));
+  }
+  return write([&](WriteCtx& ctx) -> Result<PartInfo> {
+    ctx.consumed_pins.push_back(blob.hash);
+    if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
+    if (!blobs_.exists(blob.hash)) {
+      return fail(StoreErrc::invalid_argument, "blob " + blob.hash + " was not written");
+    }
+    std::optional<std::string> replaced;
+    {
+      auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
+      if (q->bind(1, upload_id).bind(2, std::int64_t{part_number}).step()) replaced = q->text(0);
+    }
+    // Take the new reference before dropping the replaced part's (same content re-sent).
+    add_ref(ctx, blob.hash, blob.size);
+    if (replaced) drop_ref(ctx, *replaced);
+    ctx.db
+        .query(
+            "INSERT OR REPLACE INTO upload_parts(upload_id, part_no, blob, size, etag) "
+            "VALUES(?1, ?2, ?3, ?4, ?5)")
+        ->bind(1, upload_id)
+        .bind(2, std::int64_t{part_number})
+        .bind(3, std::string_view(blob.hash))
+        .bind(4, blob.size)
+        .bind(5, std::string_view(etag))
+        .run();
+    return PartInfo{part_number, std::move(blob), std::move(etag)};
+  });
+}
+
+Result<std::vector<PartInfo>> SqliteStore::list_parts(std::string_view upload_id) {
+  return read([&](sqlite::Db& db) -> Result<std::vector<PartInfo>> {
+    if (!find_upload(db, upload_id)) return no_upload(upload_id);
+    std::vector<PartInfo> parts;
+    auto q = db.query(
+        "SELECT part_no, blob, size, etag FROM upload_parts WHERE upload_id=?1 ORDER BY part_no");
+    q->bind(1, upload_id);
+    while (q->step()) {
+      parts.push_back(
+          PartInfo{static_cast<int>(q->int64(0)), BlobRef{q->text(1), q->int64(2)}, q->text(3)});
+    }
+    return parts;
+  });
+}
+
+Result<UploadInfo> SqliteStore::get_upload(std::string_view upload_id) {
+  return read([&](sqlite::Db& db) -> Result<UploadInfo> {
+    const auto upload = find_upload(db, upload_id);
+    if (!upload) return no_upload(upload_id);
+    auto q = db.query("SELECT name FROM buckets WHERE id=?1");
+    std::string bucket = q->bind(1, upload->bucket_id).step() ? q->text(0) : std::string();
+    return UploadInfo{std::string(upload_id), std::move(bucket), upload->key, upload->created};
+  });
+}
+
+void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
+  std::vector<std::string> blobs;
+  {
+    auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1");
+    q->bind(1, upload_id);
+    while (q->step())
+      blobs.push_back(q->text(0));
+  }
+  for (const auto& blob : blobs)
+    drop_ref(ctx, blob);
+  ctx.db.query("DELETE FROM upload_parts WHERE upload_id=?1")->bind(1, upload_id).run();
+  ctx.db.query("DELETE FROM uploads WHERE upload_id=?1")->bind(1, upload_id).run();
+}
+
+Result<ObjectInfo> SqliteStore::complete_upload(
+    std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) {
+  return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
+    const auto upload = find_upload(ctx.db, upload_id);
+    if (!upload) return no_upload(upload_id);
+    const auto bucket = find_bucket_by_id(ctx.db, upload->bucket_id);
+    if (!bucket) return fail(StoreErrc::no_such_bucket, "the upload's bucket is gone");
+    if (parts.empty()) {
+      return fail(StoreErrc::invalid_argument, "a multipart upload needs at least one part");
+    }
+    NewObject object;
+    std::vector<std::string> etags;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto& [number, etag] = parts[i];
+      if (i > 0 && number <= parts[i - 1].first) {
+        return fail(StoreErrc::invalid_part_order, "parts must be listed in ascending order");
+      }
+      auto q = ctx.db.query(
+          "SELECT blob, size, etag FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
+      if (!q->bind(1, upload_id).bind(2, std::int64_t{number}).step()) {
+        return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " not uploaded");
+      }
+      const std::string stored = normalise_etag(q->view(2));
+      if (stored != normalise_etag(etag)) {
+        return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " etag mismatch");
+      }
+      object.parts.push_back(BlobRef{q->text(0), q->int64(1)});
+      etags.push_back(stored);
+    }
+    auto etag = multipart_etag(etags);
+    if (!etag) return fail(StoreErrc::invalid_part, "a part's etag is not an md5");
+    object.etag = std::move(*etag);
+    object.content_type = upload->content_type;
+    object.user_meta = decode_metadata(upload->user_meta);
+    object.checksums = decode_metadata(upload->checksums);
+
+    // The version takes its references first, then the upload drops all of its own (parts
+    // left out of the list lose their last reference and are unlinked after COMMIT).
+    const auto seq = insert_version(ctx, *bucket, upload->key, &object);
+    remove_upload(ctx, upload_id);
+
+    ObjectInfo info;
+    info.key = upload->key;
+    info.seq = seq.value_or(0);
+    for (const auto& part : object.parts)
+      info.size += part.size;
+    info.etag = std::move(object.etag);
+    info.content_type = std::move(object.content_type);
+    info.user_meta = std::move(object.user_meta);
+    info.checksums = std::move(object.checksums);
+    info.parts = std::move(object.parts);
+    return info;
+  });
+}
+
+Result<void> SqliteStore::abort_upload(std::string_view upload_id) {
+  return write([&](WriteCtx& ctx) -> Result<void> {
+    if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
+    remove_upload(ctx, upload_id);
+    return {};
+  });
+}
+
+}  // namespace tfork::store

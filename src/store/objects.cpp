@@ -1,0 +1,323 @@
+// Object reads through the fork chain (server-design.md §6.4) and the write path (§6.6).
+
+#include "sqlite_store.hpp"
+
+namespace tfork::store {
+
+namespace {
+
+constexpr const char* kVersionColumns =
+    "seq, kind, blob, size, nparts, etag, content_type, user_meta, checksums";
+
+VersionRow version_from(const sqlite::Stmt& s) {
+  VersionRow row;
+  row.seq = s.int64(0);
+  row.kind = s.int64(1);
+  row.blob = s.opt_text(2);
+  row.size = s.int64(3);
+  row.nparts = s.int64(4);
+  row.etag = s.text(5);
+  row.content_type = s.text(6);
+  row.user_meta = s.opt_text(7);
+  row.checksums = s.opt_text(8);
+  return row;
+}
+
+std::int64_t total_size(const std::vector<BlobRef>& parts) {
+  std::int64_t size = 0;
+  for (const auto& part : parts)
+    size += part.size;
+  return size;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- read path
+
+std::optional<VersionRow> SqliteStore::latest_in_layer(sqlite::Db& db, std::int64_t bucket_id,
+                                                       std::string_view key, Seq horizon) {
+  // §3.2: one primary-key seek per layer.
+  auto q = db.query(std::string("SELECT ") + kVersionColumns +
+                    " FROM versions WHERE bucket_id=?1 AND key=?2 AND seq<=?3"
+                    " ORDER BY seq DESC LIMIT 1");
+  if (!q->bind(1, bucket_id).bind(2, key).bind(3, horizon).step()) return std::nullopt;
+  return version_from(*q);
+}
+
+std::optional<Found> SqliteStore::resolve(sqlite::Db& db, const std::vector<Layer>& layers,
+                                          std::string_view key) {
+  for (const auto& layer : layers) {
+    auto row = latest_in_layer(db, layer.bucket_id, key, layer.horizon);
+    if (!row) continue;
+    if (row->kind == kKindTombstone) return std::nullopt;  // shadows every deeper layer
+    return Found{layer.bucket_id, std::move(*row)};
+  }
+  return std::nullopt;
+}
+
+std::vector<BlobRef> SqliteStore::version_parts(sqlite::Db& db, std::int64_t bucket_id,
+                                                std::string_view key, Seq seq) {
+  std::vector<BlobRef> parts;
+  auto q = db.query(
+      "SELECT blob, size FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3 "
+      "ORDER BY part_no");
+  q->bind(1, bucket_id).bind(2, key).bind(3, seq);
+  while (q->step())
+    parts.push_back(BlobRef{q->text(0), q->int64(1)});
+  return parts;
+}
+
+ObjectInfo SqliteStore::object_info(sqlite::Db& db, std::int64_t bucket_id, std::string_view key,
+                                    const VersionRow& row) {
+  ObjectInfo info;
+  info.key = std::string(key);
+  info.seq = row.seq;
+  info.size = row.size;
+  info.etag = row.etag;
+  info.content_type = row.content_type;
+  info.user_meta = decode_metadata(row.user_meta);
+  info.checksums = decode_metadata(row.checksums);
+  if (row.nparts > 0) {
+    info.parts = version_parts(db, bucket_id, key, row.seq);
+  } else if (row.blob) {
+    info.parts.push_back(BlobRef{*row.blob, row.size});
+  }
+  return info;
+}
+
+Result<ObjectInfo> SqliteStore::get_object(std::string_view bucket, std::string_view key,
+                                           std::optional<Seq> at) {
+  return read([&](sqlite::Db& db) -> Result<ObjectInfo> {
+    const auto row = find_bucket(db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    const auto found = resolve(db, chain(db, row->id, at), key);
+    if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(key));
+    return object_info(db, found->bucket_id, key, found->row);
+  });
+}
+
+// ---------------------------------------------------------------- write path
+
+void SqliteStore::add_ref(WriteCtx& ctx, std::string_view hash, std::int64_t size) {
+  auto q = ctx.db.query(
+      "INSERT INTO blobs(hash, size, refcnt) VALUES(?1, ?2, 1) "
+      "ON CONFLICT(hash) DO UPDATE SET refcnt=refcnt+1");
+  q->bind(1, hash).bind(2, size).run();
+}
+
+void SqliteStore::drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count) {
+  std::int64_t left = 0;
+  {
+    auto q = ctx.db.query("UPDATE blobs SET refcnt=refcnt-?2 WHERE hash=?1 RETURNING refcnt");
+    if (!q->bind(1, hash).bind(2, count).step()) return;
+    left = q->int64(0);
+  }
+  if (left > 0) return;
+  ctx.db.query("DELETE FROM blobs WHERE hash=?1")->bind(1, hash).run();
+  ctx.freed.emplace_back(hash);  // unlinked after COMMIT (§6.7)
+}
+
+void SqliteStore::remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key,
+                                 Seq seq) {
+  std::optional<std::string> blob;
+  std::int64_t nparts = 0;
+  {
+    auto q =
+        ctx.db.query("SELECT blob, nparts FROM versions WHERE bucket_id=?1 AND key=?2 AND seq=?3");
+    if (!q->bind(1, bucket_id).bind(2, key).bind(3, seq).step()) return;
+    blob = q->opt_text(0);
+    nparts = q->int64(1);
+  }
+  if (nparts > 0) {
+    for (const auto& part : version_parts(ctx.db, bucket_id, key, seq))
+      drop_ref(ctx, part.hash);
+    ctx.db.query("DELETE FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3")
+        ->bind(1, bucket_id)
+        .bind(2, key)
+        .bind(3, seq)
+        .run();
+  } else if (blob) {
+    drop_ref(ctx, *blob);
+  }
+  ctx.db.query("DELETE FROM versions WHERE bucket_id=?1 AND key=?2 AND seq=?3")
+      ->bind(1, bucket_id)
+      .bind(2, key)
+      .bind(3, seq)
+      .run();
+}
+
+bool SqliteStore::pinned(sqlite::Db& db, std::int64_t bucket_id, Seq from, Seq to) {
+  // §6.7 version rule: a version [from, to) is kept if a snapshot or a child's fork point
+  // falls inside it.
+  {
+    auto q = db.query("SELECT 1 FROM snapshots WHERE bucket_id=?1 AND seq>=?2 AND seq<?3 LIMIT 1");
+    if (q->bind(1, bucket_id).bind(2, from).bind(3, to).step()) return true;
+  }
+  auto q =
+      db.query("SELECT 1 FROM buckets WHERE parent_id=?1 AND fork_seq>=?2 AND fork_seq<?3 LIMIT 1");
+  return q->bind(1, bucket_id).bind(2, from).bind(3, to).step();
+}
+
+std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& bucket,
+                                               std::string_view key, const NewObject* object) {
+  // §6.6 step 5: only a regular root bucket prunes; snapshot-enabled buckets and forks keep
+  // every version because any ns timestamp may be read or forked from (§6.7).
+  const bool prunes = !bucket.snapshot_enabled && !bucket.parent_id;
+  std::optional<VersionRow> previous;
+  if (prunes) previous = latest_in_layer(ctx.db, bucket.id, key, kSeqMax);
+  const Seq seq = next_seq(ctx.db);
+
+  if (object != nullptr) {
+    // The new row takes its blob references before the previous version drops its own, so
+    // an overwrite with the same content never sees a refcount of zero.
+    const auto& parts = object->parts;
+    const bool inline_blob = parts.size() == 1;
+    auto q = ctx.db.query(
+        "INSERT INTO versions(bucket_id, key, seq, kind, blob, size, nparts, etag, "
+        "content_type, user_meta, checksums) VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    q->bind(1, bucket.id).bind(2, key).bind(3, seq);
+    if (inline_blob) {
+      q->bind(4, std::string_view(parts.front().hash));
+    } else {
+      q->bind_null(4);
+    }
+    const auto user_meta = encode_metadata(object->user_meta);
+    const auto checksums = encode_metadata(object->checksums);
+    q->bind(5, total_size(parts))
+        .bind(6, static_cast<std::int64_t>(inline_blob ? 0 : parts.size()))
+        .bind(7, std::string_view(object->etag))
+        .bind(8, std::string_view(object->content_type))
+        .bind(9, user_meta ? std::optional<std::string_view>(*user_meta) : std::nullopt)
+        .bind(10, checksums ? std::optional<std::string_view>(*checksums) : std::nullopt)
+        .run();
+    if (!inline_blob) {
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        ctx.db
+            .query(
+                "INSERT INTO version_parts(bucket_id, key, seq, part_no, blob, size) "
+                "VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
+            ->bind(1, bucket.id)
+            .bind(2, key)
+            .bind(3, seq)
+            .bind(4, static_cast<std::int64_t>(i + 1))
+            .bind(5, std::string_view(parts[i].hash))
+            .bind(6, parts[i].size)
+            .run();
+      }
+    }
+    for (const auto& part : parts)
+      add_ref(ctx, part.hash, part.size);
+    if (previous && !pinned(ctx.db, bucket.id, previous->seq, seq)) {
+      remove_version(ctx, bucket.id, key, previous->seq);
+    }
+    return seq;
+  }
+
+  if (prunes) {
+    if (previous && !pinned(ctx.db, bucket.id, previous->seq, seq)) {
+      remove_version(ctx, bucket.id, key, previous->seq);
+    }
+    // A tombstone is only needed where an older, pinned version would otherwise show.
+    auto q = ctx.db.query("SELECT 1 FROM versions WHERE bucket_id=?1 AND key=?2 LIMIT 1");
+    if (!q->bind(1, bucket.id).bind(2, key).step()) return std::nullopt;
+  }
+  ctx.db.query("INSERT INTO versions(bucket_id, key, seq, kind) VALUES(?1, ?2, ?3, 1)")
+      ->bind(1, bucket.id)
+      .bind(2, key)
+      .bind(3, seq)
+      .run();
+  return seq;
+}
+
+Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_view key,
+                                           NewObject object) {
+  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
+    for (const auto& part : object.parts)
+      ctx.consumed_pins.push_back(part.hash);
+    const auto row = find_bucket(ctx.db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    for (const auto& part : object.parts) {
+      // Under the writer lock no unlink can race this check (§6.7), so a row never names a
+      // missing file.
+      if (!blobs_.exists(part.hash)) {
+        return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
+      }
+    }
+    const auto seq = insert_version(ctx, *row, key, &object);
+    ObjectInfo info;
+    info.key = std::string(key);
+    info.seq = seq.value_or(0);
+    info.size = total_size(object.parts);
+    info.etag = std::move(object.etag);
+    info.content_type = std::move(object.content_type);
+    info.user_meta = std::move(object.user_meta);
+    info.checksums = std::move(object.checksums);
+    info.parts = std::move(object.parts);
+    return info;
+  });
+}
+
+Result<void> SqliteStore::delete_object(std::string_view bucket, std::string_view key) {
+  auto done = delete_object_version(bucket, key);
+  if (!done) return std::unexpected(std::move(done.error()));
+  return {};
+}
+
+Result<std::optional<Seq>> SqliteStore::delete_object_version(std::string_view bucket,
+                                                              std::string_view key) {
+  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  return write([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
+    const auto row = find_bucket(ctx.db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    // §6.6: a tombstone only when the key is visible (through the chain); else a no-op.
+    if (!resolve(ctx.db, chain(ctx.db, row->id, std::nullopt), key)) {
+      return std::optional<Seq>();
+    }
+    return insert_version(ctx, *row, key, nullptr);
+  });
+}
+
+Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::string_view src_key,
+                                            std::optional<Seq> src_at, std::string_view dst_bucket,
+                                            std::string_view dst_key,
+                                            std::optional<NewObject> replace) {
+  if (!valid_key(dst_key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
+    const auto src = find_bucket(ctx.db, src_bucket);
+    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(src_bucket));
+    const auto found = resolve(ctx.db, chain(ctx.db, src->id, src_at), src_key);
+    if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(src_key));
+    const auto dst = find_bucket(ctx.db, dst_bucket);
+    if (!dst) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(dst_bucket));
+
+    // §6.6 CopyObject: O(1) in the object's size; the new version names the same blobs.
+    const ObjectInfo source = object_info(ctx.db, found->bucket_id, src_key, found->row);
+    NewObject object;
+    object.etag = source.etag;
+    object.parts = source.parts;
+    if (replace) {
+      object.content_type = std::move(replace->content_type);
+      object.user_meta = std::move(replace->user_meta);
+      // Checksums describe the content, which is unchanged, unless the caller says otherwise.
+      object.checksums = replace->checksums.empty() ? source.checksums : replace->checksums;
+    } else {
+      object.content_type = source.content_type;
+      object.user_meta = source.user_meta;
+      object.checksums = source.checksums;
+    }
+    const auto seq = insert_version(ctx, *dst, dst_key, &object);
+    ObjectInfo info;
+    info.key = std::string(dst_key);
+    info.seq = seq.value_or(0);
+    info.size = source.size;
+    info.etag = std::move(object.etag);
+    info.content_type = std::move(object.content_type);
+    info.user_meta = std::move(object.user_meta);
+    info.checksums = std::move(object.checksums);
+    info.parts = std::move(object.parts);
+    return info;
+  });
+}
+
+}  // namespace tfork::store

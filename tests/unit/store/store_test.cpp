@@ -1,0 +1,755 @@
+// Directed tests of the storage engine (server-design.md §6). The randomized comparison
+// against a reference model lives in model_test.cpp.
+
+#include "tfork/crypto/hash.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "store_test_support.hpp"
+#include <atomic>
+#include <set>
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace tfork::store::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::size_t count_blob_files(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "blobs")) {
+    if (entry.is_regular_file()) ++n;
+  }
+  return n;
+}
+
+std::vector<std::string> list_keys(Store& store, std::string_view bucket, ListQuery query = {}) {
+  auto page = store.list_objects(bucket, query);
+  REQUIRE(page);
+  std::vector<std::string> keys;
+  for (const auto& object : page->objects)
+    keys.push_back(object.key);
+  return keys;
+}
+
+TEST_CASE("fork isolation: fork writes stay in the fork, later source writes stay out", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("src", true));
+  put_text(*store, "src", "a", "a1");
+  put_text(*store, "src", "b", "b1");
+
+  auto fork1 = store->create_fork("f1", "src", std::nullopt);
+  REQUIRE(fork1);
+  CHECK(fork1->fork_source == "src");
+  REQUIRE(fork1->fork_snapshot);
+  auto fork2 = store->create_fork("f2", "src", std::nullopt);
+  REQUIRE(fork2);
+
+  put_text(*store, "f1", "a", "a-f1");
+  put_text(*store, "f1", "c", "c-f1");
+  REQUIRE(store->delete_object("f1", "b"));
+  put_text(*store, "src", "a", "a2");
+  put_text(*store, "src", "d", "d2");
+
+  CHECK(get_text(*store, "src", "a") == "a2");
+  CHECK(get_text(*store, "src", "b") == "b1");
+  CHECK(get_text(*store, "src", "c") == no_such_key());
+  CHECK(get_text(*store, "f1", "a") == "a-f1");
+  CHECK(get_text(*store, "f1", "b") == no_such_key());
+  CHECK(get_text(*store, "f1", "d") == no_such_key());
+  CHECK(get_text(*store, "f2", "a") == "a1");
+  CHECK(get_text(*store, "f2", "c") == no_such_key());
+  CHECK(get_text(*store, "f2", "d") == no_such_key());
+  CHECK(list_keys(*store, "f1") == std::vector<std::string>{"a", "c"});
+  CHECK(list_keys(*store, "f2") == std::vector<std::string>{"a", "b"});
+  CHECK(list_keys(*store, "src") == std::vector<std::string>{"a", "b", "d"});
+
+  auto head = store->head_bucket("src");
+  REQUIRE(head);
+  CHECK(head->has_children);
+  auto forks = store->list_forks("src");
+  REQUIRE(forks);
+  REQUIRE(forks->size() == 2);
+  CHECK((*forks)[0].name == "f1");
+  CHECK((*forks)[1].name == "f2");
+  // The implicit snapshots of the two forks are listed on the source, newest first.
+  auto snapshots = store->list_snapshots("src");
+  REQUIRE(snapshots);
+  REQUIRE(snapshots->size() == 2);
+  CHECK((*snapshots)[0].version == *fork2->fork_snapshot);
+  CHECK((*snapshots)[1].version == *fork1->fork_snapshot);
+  CHECK(!(*snapshots)[0].name);
+}
+
+TEST_CASE("tombstones shadow through three levels", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("l0", true));
+  put_text(*store, "l0", "k", "v0");
+  put_text(*store, "l0", "j", "j0");
+  REQUIRE(store->create_fork("l1", "l0", std::nullopt));
+  REQUIRE(store->delete_object("l1", "k"));
+  REQUIRE(store->create_fork("l2", "l1", std::nullopt));
+  CHECK(get_text(*store, "l2", "k") == no_such_key());
+  CHECK(list_keys(*store, "l2") == std::vector<std::string>{"j"});
+
+  // Re-created in the middle layer after l2 was made: l2 still sees the tombstone.
+  put_text(*store, "l1", "k", "v1");
+  CHECK(get_text(*store, "l1", "k") == "v1");
+  CHECK(get_text(*store, "l2", "k") == no_such_key());
+  REQUIRE(store->create_fork("l3", "l2", std::nullopt));
+  put_text(*store, "l2", "k", "v2");
+  CHECK(get_text(*store, "l3", "k") == no_such_key());
+  CHECK(get_text(*store, "l2", "k") == "v2");
+  // Deleting in the fork a key only the root has.
+  REQUIRE(store->delete_object("l3", "j"));
+  CHECK(get_text(*store, "l3", "j") == no_such_key());
+  CHECK(get_text(*store, "l2", "j") == "j0");
+  CHECK(list_keys(*store, "l3").empty());
+
+  // Deleting an invisible key writes nothing.
+  auto none = store->delete_object_version("l3", "j");
+  REQUIRE(none);
+  CHECK(!*none);
+}
+
+TEST_CASE("delete bucket: forks refuse even forced, not-empty refuses, force empties", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("p", true));
+  put_text(*store, "p", "x", "1");
+  REQUIRE(store->create_fork("c", "p", std::nullopt));
+
+  auto refused = store->delete_bucket("p", true);
+  REQUIRE(!refused);
+  CHECK(refused.error().code == StoreErrc::bucket_has_forks);
+  refused = store->delete_bucket("p", false);
+  REQUIRE(!refused);
+  CHECK(refused.error().code == StoreErrc::bucket_has_forks);
+
+  // The fork shows its parent's object, so a plain delete is refused.
+  refused = store->delete_bucket("c", false);
+  REQUIRE(!refused);
+  CHECK(refused.error().code == StoreErrc::bucket_not_empty);
+  REQUIRE(store->delete_object("c", "x"));
+  REQUIRE(store->delete_bucket("c", false));  // only a tombstone left: empty to clients
+  CHECK(store->head_bucket("c").error().code == StoreErrc::no_such_bucket);
+
+  refused = store->delete_bucket("p", false);
+  REQUIRE(!refused);
+  CHECK(refused.error().code == StoreErrc::bucket_not_empty);
+  REQUIRE(store->delete_bucket("p", true));
+  CHECK(store->head_bucket("p").error().code == StoreErrc::no_such_bucket);
+  CHECK(store->delete_bucket("p", true).error().code == StoreErrc::no_such_bucket);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions") == 0);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets") == 0);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs") == 0);
+  CHECK(count_blob_files(dir.path()) == 0);
+}
+
+TEST_CASE("deleting a snapshot keeps forks made from it intact", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("s", true));
+  put_text(*store, "s", "k", "old");
+  auto snap = store->take_snapshot("s", std::string("first"));
+  REQUIRE(snap);
+  put_text(*store, "s", "k", "new");
+  REQUIRE(store->create_fork("f", "s", snap->version));
+  REQUIRE(store->delete_snapshot("s", snap->version));
+  CHECK(store->delete_snapshot("s", snap->version).error().code == StoreErrc::no_such_snapshot);
+  auto snaps = store->list_snapshots("s");
+  REQUIRE(snaps);
+  CHECK(snaps->empty());
+
+  CHECK(get_text(*store, "f", "k") == "old");
+  auto head = store->head_bucket("f");
+  REQUIRE(head);
+  CHECK(head->fork_snapshot == snap->version);
+  CHECK(head->fork_source == "s");
+  // Reads at the old version still work on the source: all versions are kept.
+  CHECK(get_text(*store, "s", "k", snap->version) == "old");
+}
+
+TEST_CASE("deleting a fork frees the blobs only it held", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("s", true));
+  const auto shared = put_text(*store, "s", "shared", "same-bytes");
+  REQUIRE(store->create_fork("f", "s", std::nullopt));
+  const auto own = put_text(*store, "f", "own", "only-in-fork");
+  const auto dup = put_text(*store, "f", "dup", "same-bytes");  // dedupes onto the source's
+  CHECK(dup.parts.front().hash == shared.parts.front().hash);
+  const auto own_path = store->blob_path(own.parts.front());
+  const auto shared_path = store->blob_path(shared.parts.front());
+  REQUIRE(fs::exists(own_path));
+  CHECK(count_rows(dir.path(),
+                   "SELECT refcnt FROM blobs WHERE hash='" + shared.parts.front().hash + "'") == 2);
+
+  REQUIRE(store->delete_bucket("f", true));
+  CHECK(!fs::exists(own_path));
+  CHECK(fs::exists(shared_path));
+  CHECK(count_rows(dir.path(),
+                   "SELECT refcnt FROM blobs WHERE hash='" + shared.parts.front().hash + "'") == 1);
+  CHECK(get_text(*store, "s", "shared") == "same-bytes");
+  auto head = store->head_bucket("s");
+  REQUIRE(head);
+  CHECK(!head->has_children);
+}
+
+TEST_CASE("bucket names are reusable after delete", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("n", true));
+  put_text(*store, "n", "k", "first life");
+  CHECK(store->create_bucket("n", false).error().code == StoreErrc::bucket_exists);
+  REQUIRE(store->create_fork("m", "n", std::nullopt));
+  CHECK(store->create_fork("m", "n", std::nullopt).error().code == StoreErrc::bucket_exists);
+  REQUIRE(store->delete_bucket("m", true));
+  REQUIRE(store->delete_bucket("n", true));
+
+  REQUIRE(store->create_bucket("n", false));
+  CHECK(get_text(*store, "n", "k") == no_such_key());
+  CHECK(list_keys(*store, "n").empty());
+  auto head = store->head_bucket("n");
+  REQUIRE(head);
+  CHECK(!head->snapshot_enabled);
+  CHECK(!head->fork_source);
+  auto fork = store->create_fork("m", "n", std::nullopt);
+  REQUIRE(!fork);
+  CHECK(fork.error().code == StoreErrc::not_snapshot_enabled);
+  REQUIRE(store->set_snapshot_enabled("n", true));
+  REQUIRE(store->create_fork("m", "n", std::nullopt));
+  CHECK(list_keys(*store, "m").empty());
+  auto buckets = store->list_buckets();
+  REQUIRE(buckets);
+  REQUIRE(buckets->size() == 2);
+  CHECK((*buckets)[0].name == "m");
+  CHECK((*buckets)[1].name == "n");
+}
+
+TEST_CASE("copy_object is O(1): the new version names the same blob", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("a", true));
+  REQUIRE(store->create_bucket("b", false));
+  const auto original = put_text(*store, "a", "src", "payload");
+  put_text(*store, "a", "src", "payload-v2");
+  const std::size_t files = count_blob_files(dir.path());
+
+  NewObject replace;
+  replace.content_type = "application/x-new";
+  replace.user_meta = {{"color", "blue"}};
+  auto copy = store->copy_object("a", "src", original.seq, "b", "dst", replace);
+  REQUIRE(copy);
+  CHECK(copy->parts.front().hash == original.parts.front().hash);
+  CHECK(copy->etag == original.etag);
+  CHECK(count_blob_files(dir.path()) == files);
+  auto got = store->get_object("b", "dst");
+  REQUIRE(got);
+  CHECK(content_of(*store, *got) == "payload");
+  CHECK(got->content_type == "application/x-new");
+  CHECK(got->user_meta == Metadata{{"color", "blue"}});
+  CHECK(count_rows(dir.path(), "SELECT refcnt FROM blobs WHERE hash='" +
+                                   original.parts.front().hash + "'") == 2);
+
+  // Without `replace` the source's metadata is kept.
+  auto plain = store->copy_object("a", "src", std::nullopt, "a", "dst2", std::nullopt);
+  REQUIRE(plain);
+  CHECK(plain->content_type == "text/plain");
+  CHECK(get_text(*store, "a", "dst2") == "payload-v2");
+  CHECK(store->copy_object("a", "nope", std::nullopt, "b", "x", std::nullopt).error().code ==
+        StoreErrc::no_such_key);
+  CHECK(store->copy_object("a", "src", std::nullopt, "zz", "x", std::nullopt).error().code ==
+        StoreErrc::no_such_bucket);
+}
+
+TEST_CASE("a regular bucket keeps only the live version", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("r", false));
+  const auto v1 = put_text(*store, "r", "k", "one");
+  put_text(*store, "r", "k", "two");
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions") == 1);
+  CHECK(!fs::exists(store->blob_path(v1.parts.front())));
+  CHECK(get_text(*store, "r", "k") == "two");
+  // Deleting removes the rows outright: no delete marker.
+  auto deleted = store->delete_object_version("r", "k");
+  REQUIRE(deleted);
+  CHECK(!*deleted);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions") == 0);
+  CHECK(count_blob_files(dir.path()) == 0);
+
+  // A snapshot taken while snapshot-enabled pins the version it saw.
+  put_text(*store, "r", "p", "pinned");
+  REQUIRE(store->set_snapshot_enabled("r", true));
+  auto snap = store->take_snapshot("r", std::nullopt);
+  REQUIRE(snap);
+  REQUIRE(store->set_snapshot_enabled("r", false));
+  put_text(*store, "r", "p", "after");
+  CHECK(get_text(*store, "r", "p", snap->version) == "pinned");
+  CHECK(get_text(*store, "r", "p") == "after");
+  auto marker = store->delete_object_version("r", "p");
+  REQUIRE(marker);
+  CHECK(marker->has_value());  // the pinned version must stay hidden
+  CHECK(get_text(*store, "r", "p") == no_such_key());
+  CHECK(get_text(*store, "r", "p", snap->version) == "pinned");
+  CHECK(store->take_snapshot("r", std::nullopt).error().code == StoreErrc::not_snapshot_enabled);
+}
+
+TEST_CASE("snapshot-enabled rules for forks and parents", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("p", true));
+  REQUIRE(store->create_fork("c", "p", std::nullopt));
+  CHECK(store->set_snapshot_enabled("p", false).error().code == StoreErrc::bucket_has_forks);
+  CHECK(store->set_snapshot_enabled("c", false).error().code == StoreErrc::invalid_argument);
+  auto head = store->head_bucket("c");
+  REQUIRE(head);
+  CHECK(head->snapshot_enabled);
+  CHECK(head->fork_created > 0);
+  // A fork in the future would let the source's later writes leak into it.
+  CHECK(store->create_fork("f", "p", Seq{4'000'000'000'000'000'000}).error().code ==
+        StoreErrc::invalid_argument);
+  CHECK(store->create_fork("f", "nope", std::nullopt).error().code == StoreErrc::no_such_bucket);
+}
+
+TEST_CASE("fork at an arbitrary ns timestamp between writes", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("s", true));
+  const auto first = put_text(*store, "s", "k", "first");
+  const auto second = put_text(*store, "s", "k", "second");
+  REQUIRE(second.seq > first.seq + 1);
+  REQUIRE(store->create_fork("mid", "s", first.seq + (second.seq - first.seq) / 2));
+  REQUIRE(store->create_fork("before", "s", first.seq - 1));
+  CHECK(get_text(*store, "mid", "k") == "first");
+  CHECK(get_text(*store, "before", "k") == no_such_key());
+  // A fork "at" the exact seq of a write includes that write.
+  REQUIRE(store->create_fork("exact", "s", second.seq));
+  CHECK(get_text(*store, "exact", "k") == "second");
+  // Writes after the fork point get later seqs, whatever the clock says.
+  const auto third = put_text(*store, "s", "k", "third");
+  CHECK(third.seq > second.seq);
+  CHECK(get_text(*store, "exact", "k") == "second");
+}
+
+TEST_CASE("creating a fork or snapshot writes one row and copies nothing", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("big", true));
+  for (int i = 0; i < 200; ++i)
+    put_text(*store, "big", "key-" + std::to_string(i), "v");
+  const auto versions = count_rows(dir.path(), "SELECT count(*) FROM versions");
+  const auto buckets = count_rows(dir.path(), "SELECT count(*) FROM buckets");
+  const auto snapshots = count_rows(dir.path(), "SELECT count(*) FROM snapshots");
+  const auto blobs = count_rows(dir.path(), "SELECT count(*) FROM blobs");
+  CHECK(versions == 200);
+
+  auto snap = store->take_snapshot("big", std::nullopt);
+  REQUIRE(snap);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM snapshots") == snapshots + 1);
+  REQUIRE(store->create_fork("at-snap", "big", snap->version));
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets") == buckets + 1);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM snapshots") == snapshots + 1);
+  REQUIRE(store->create_fork("now", "at-snap", std::nullopt));
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets") == buckets + 2);
+  // The implicit snapshot of "now" is its source's one extra row.
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM snapshots") == snapshots + 2);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions") == versions);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs") == blobs);
+  CHECK(get_text(*store, "now", "key-7") == "v");
+}
+
+TEST_CASE("listing: prefix, delimiter, pagination and snapshot views", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("l", true));
+  for (const char* key : {"a", "b/1", "b/2", "b/3/x", "c", "d/e"})
+    put_text(*store, "l", key, key);
+  auto snap = store->take_snapshot("l", std::nullopt);
+  REQUIRE(snap);
+  REQUIRE(store->delete_object("l", "b/1"));
+  REQUIRE(store->delete_object("l", "b/2"));
+  REQUIRE(store->delete_object("l", "b/3/x"));
+
+  ListQuery query;
+  query.delimiter = "/";
+  auto page = store->list_objects("l", query);
+  REQUIRE(page);
+  CHECK(page->common_prefixes == std::vector<std::string>{"d/"});  // b/ is all tombstones
+  REQUIRE(page->objects.size() == 2);
+  CHECK(page->objects[0].key == "a");
+  CHECK(page->objects[1].key == "c");
+  CHECK(!page->truncated);
+
+  query.at = snap->version;
+  query.max_keys = 2;
+  page = store->list_objects("l", query);
+  REQUIRE(page);
+  CHECK(page->objects.size() == 1);
+  CHECK(page->common_prefixes == std::vector<std::string>{"b/"});
+  CHECK(page->truncated);
+  CHECK(page->last == "b/");
+  CHECK(page->last_is_prefix);
+  query.after = page->last;
+  query.after_is_prefix = true;
+  page = store->list_objects("l", query);
+  REQUIRE(page);
+  REQUIRE(page->objects.size() == 1);
+  CHECK(page->objects[0].key == "c");
+  CHECK(page->common_prefixes == std::vector<std::string>{"d/"});
+  CHECK(!page->truncated);
+
+  ListQuery sub;
+  sub.prefix = "b/";
+  sub.delimiter = "/";
+  sub.at = snap->version;
+  page = store->list_objects("l", sub);
+  REQUIRE(page);
+  REQUIRE(page->objects.size() == 2);
+  CHECK(page->objects[0].key == "b/1");
+  CHECK(page->objects[0].size == 3);
+  CHECK(page->objects[0].etag == "etag-b/1");
+  CHECK(page->common_prefixes == std::vector<std::string>{"b/3/"});
+
+  ListQuery none;
+  none.max_keys = 0;
+  page = store->list_objects("l", none);
+  REQUIRE(page);
+  CHECK(page->objects.empty());
+  CHECK(!page->truncated);
+  CHECK(store->list_objects("missing", {}).error().code == StoreErrc::no_such_bucket);
+}
+
+TEST_CASE("multipart: complete writes an ordered manifest, abort frees the parts", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("m", true));
+  NewObject meta;
+  meta.content_type = "application/octet-stream";
+  meta.user_meta = {{"k", "v"}};
+  auto upload = store->create_upload("m", "big", meta);
+  REQUIRE(upload);
+  CHECK(upload->bucket == "m");
+  CHECK(upload->key == "big");
+  CHECK(store->get_upload(upload->upload_id)->key == "big");
+
+  const std::vector<std::string> bodies = {"part-one|", "part-two|", "part-three"};
+  std::vector<std::pair<int, std::string>> listed;
+  for (int i = 0; i < 3; ++i) {
+    auto blob = store->write_blob(bodies[i]);
+    REQUIRE(blob);
+    const auto etag = crypto::to_hex(crypto::md5(bodies[i]));
+    REQUIRE(store->put_part(upload->upload_id, i + 1, *blob, etag));
+    listed.emplace_back(i + 1, "\"" + etag + "\"");
+  }
+  // Re-sending part 2 replaces it.
+  auto again = store->write_blob(bodies[1]);
+  REQUIRE(again);
+  REQUIRE(store->put_part(upload->upload_id, 2, *again, crypto::to_hex(crypto::md5(bodies[1]))));
+  auto parts = store->list_parts(upload->upload_id);
+  REQUIRE(parts);
+  REQUIRE(parts->size() == 3);
+  CHECK((*parts)[1].part_number == 2);
+  CHECK(store->put_part(upload->upload_id, 0, *again, "x").error().code ==
+        StoreErrc::invalid_argument);
+
+  CHECK(store->complete_upload(upload->upload_id, {listed[1], listed[0]}).error().code ==
+        StoreErrc::invalid_part_order);
+  CHECK(store->complete_upload(upload->upload_id, {{1, "\"00000000000000000000000000000000\""}})
+            .error()
+            .code == StoreErrc::invalid_part);
+  CHECK(store->complete_upload(upload->upload_id, {{9, listed[0].second}}).error().code ==
+        StoreErrc::invalid_part);
+
+  auto done = store->complete_upload(upload->upload_id, listed);
+  REQUIRE(done);
+  std::vector<std::string> md5s;
+  for (const auto& body : bodies)
+    md5s.push_back(crypto::to_hex(crypto::md5(body)));
+  CHECK(done->etag == multipart_etag(md5s));
+  CHECK(done->etag.ends_with("-3"));
+  CHECK(done->size == 28);
+  auto got = store->get_object("m", "big");
+  REQUIRE(got);
+  CHECK(got->parts.size() == 3);
+  CHECK(content_of(*store, *got) == "part-one|part-two|part-three");
+  CHECK(got->user_meta == Metadata{{"k", "v"}});
+  CHECK(got->etag == done->etag);
+  CHECK(store->get_upload(upload->upload_id).error().code == StoreErrc::no_such_upload);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM upload_parts") == 0);
+
+  // Known value: two parts "a" and "b".
+  CHECK(multipart_etag({crypto::to_hex(crypto::md5("a")), crypto::to_hex(crypto::md5("b"))}) ==
+        crypto::to_hex(crypto::md5(crypto::md5("a") + crypto::md5("b"))) + "-2");
+  CHECK(!multipart_etag({"not-hex"}));
+
+  // Abort: the parts' blobs go when nothing else holds them.
+  auto aborted = store->create_upload("m", "gone", {});
+  REQUIRE(aborted);
+  auto blob = store->write_blob("abandoned part");
+  REQUIRE(blob);
+  REQUIRE(store->put_part(aborted->upload_id, 1, *blob, "etag"));
+  const auto path = store->blob_path(*blob);
+  REQUIRE(fs::exists(path));
+  REQUIRE(store->abort_upload(aborted->upload_id));
+  CHECK(!fs::exists(path));
+  CHECK(store->abort_upload(aborted->upload_id).error().code == StoreErrc::no_such_upload);
+  CHECK(store->list_parts(aborted->upload_id).error().code == StoreErrc::no_such_upload);
+
+  // A bucket's unfinished uploads go with it.
+  auto orphan = store->create_upload("m", "pending", {});
+  REQUIRE(orphan);
+  REQUIRE(store->delete_bucket("m", true));
+  CHECK(store->get_upload(orphan->upload_id).error().code == StoreErrc::no_such_upload);
+}
+
+TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  auto key = store->create_access_key("agent-1", {{"fork-1", Role::editor}});
+  REQUIRE(key);
+  CHECK(key->id.starts_with("tid_"));
+  CHECK(key->secret.starts_with("tsec_"));
+  CHECK(key->id.size() > 20);
+  CHECK(key->active);
+  auto other = store->create_access_key("admin", {{"*", Role::namespace_admin}});
+  REQUIRE(other);
+  CHECK(other->id != key->id);
+  CHECK(other->secret != key->secret);
+
+  auto got = store->get_access_key(key->id);
+  REQUIRE(got);
+  CHECK(got->secret == key->secret);
+  CHECK(got->name == "agent-1");
+  REQUIRE(got->roles.size() == 1);
+  CHECK(got->roles[0].bucket == "fork-1");
+  CHECK(got->roles[0].role == Role::editor);
+
+  REQUIRE(store->update_access_key_roles(key->id, {{"a", Role::read_only}, {"b", Role::editor}}));
+  got = store->get_access_key(key->id);
+  REQUIRE(got);
+  REQUIRE(got->roles.size() == 2);
+  CHECK(got->roles[0].role == Role::read_only);
+  REQUIRE(store->update_access_key_roles(key->id, {}));
+  CHECK(store->get_access_key(key->id)->roles.empty());
+
+  auto all = store->list_access_keys();
+  REQUIRE(all);
+  CHECK(all->size() == 2);
+  REQUIRE(store->delete_access_key(key->id));
+  CHECK(store->get_access_key(key->id).error().code == StoreErrc::no_such_access_key);
+  CHECK(store->delete_access_key(key->id).error().code == StoreErrc::no_such_access_key);
+  CHECK(store->update_access_key_roles(key->id, {}).error().code == StoreErrc::no_such_access_key);
+  CHECK(store->list_access_keys()->size() == 1);
+}
+
+TEST_CASE("LOCK refuses a second store on the same directory", "[store]") {
+  TempDir dir;
+  {
+    auto store = open_store(dir.path());
+    auto second = Store::open(dir.path());
+    REQUIRE(!second);
+    CHECK(second.error().code == StoreErrc::io);
+    CHECK(second.error().message.find("in use") != std::string::npos);
+  }
+  auto reopened = Store::open(dir.path());
+  CHECK(reopened);
+}
+
+TEST_CASE("reopen preserves everything and never reuses or lowers a seq", "[store]") {
+  TempDir dir;
+  Seq last = 0;
+  std::string key_id;
+  {
+    auto store = open_store(dir.path(), Durability::normal);
+    REQUIRE(store->create_bucket("s", true));
+    put_text(*store, "s", "k", "v1");
+    auto snap = store->take_snapshot("s", std::string("named"));
+    REQUIRE(snap);
+    REQUIRE(store->create_fork("f", "s", snap->version));
+    put_text(*store, "f", "k", "fork");
+    auto deleted = store->delete_object_version("s", "k");
+    REQUIRE(deleted);
+    REQUIRE(*deleted);
+    last = **deleted;
+    auto key = store->create_access_key("k", {{"f", Role::editor}});
+    REQUIRE(key);
+    key_id = key->id;
+  }
+  {
+    auto store = open_store(dir.path(), Durability::normal);
+    CHECK(get_text(*store, "s", "k") == no_such_key());
+    CHECK(get_text(*store, "f", "k") == "fork");
+    auto snaps = store->list_snapshots("s");
+    REQUIRE(snaps);
+    REQUIRE(snaps->size() == 1);
+    CHECK((*snaps)[0].name == "named");
+    CHECK(get_text(*store, "s", "k", (*snaps)[0].version) == "v1");
+    CHECK(store->head_bucket("s")->has_children);
+    CHECK(store->get_access_key(key_id));
+    const auto next = put_text(*store, "s", "k2", "x");
+    CHECK(next.seq > last);
+  }
+  // Push the persisted seq far past the clock: the next write must still go above it.
+  const Seq future = Seq{4'000'000'000'000'000'000};
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path() / "meta.db").c_str(), &db) == SQLITE_OK);
+    const std::string sql = "UPDATE meta SET v=" + std::to_string(future) + " WHERE k='last_seq'";
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = open_store(dir.path());
+  CHECK(put_text(*store, "s", "k3", "y").seq == future + 1);
+  CHECK(store->take_snapshot("s", std::nullopt)->version == future + 2);
+}
+
+TEST_CASE("every acknowledged PUT survives kill -9 (durability normal)", "[store]") {
+  TempDir dir;
+  int acks[2];
+  REQUIRE(::pipe(acks) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child writes until killed and acknowledges each PUT only after it returned.
+    ::close(acks[0]);
+    auto store = Store::open(dir.path(), StoreOptions{Durability::normal});
+    if (!store || !(*store)->create_bucket("k", true)) ::_exit(1);
+    for (std::uint32_t i = 0; i < 100'000; ++i) {
+      const std::string body = "value-" + std::to_string(i);
+      auto blob = (*store)->write_blob(body);
+      NewObject object;
+      if (blob) object.parts = {*blob};
+      if (!blob || !(*store)->put_object("k", "key-" + std::to_string(i), object)) ::_exit(1);
+      if (::write(acks[1], &i, sizeof i) != sizeof i) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(acks[1]);
+  std::uint32_t acked = 0;
+  std::uint32_t last = 0;
+  while (acked < 40 && ::read(acks[0], &last, sizeof last) == sizeof last)
+    ++acked;
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  while (::read(acks[0], &last, sizeof last) == sizeof last)
+    ++acked;  // acks sent before death
+  ::close(acks[0]);
+  REQUIRE(acked >= 40);
+
+  auto store = open_store(dir.path());  // the LOCK died with the child
+  for (std::uint32_t i = 0; i < acked; ++i) {
+    CHECK(get_text(*store, "k", "key-" + std::to_string(i)) == "value-" + std::to_string(i));
+  }
+}
+
+TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
+  TempDir dir;
+  fs::path orphan;
+  fs::path kept;
+  {
+    auto store = open_store(dir.path());
+    REQUIRE(store->create_bucket("b", false));
+    kept = store->blob_path(put_text(*store, "b", "k", "referenced").parts.front());
+    auto blob = store->write_blob("never put");  // a crash between rename and commit
+    REQUIRE(blob);
+    orphan = store->blob_path(*blob);
+    std::ofstream(store->tmp_dir() / "half-written") << "partial upload";
+  }
+  REQUIRE(fs::exists(orphan));
+  auto store = open_store(dir.path());
+  CHECK(!fs::exists(orphan));
+  CHECK(fs::exists(kept));
+  CHECK(fs::is_empty(dir.path() / "tmp"));
+  CHECK(get_text(*store, "b", "k") == "referenced");
+}
+
+TEST_CASE("adopt_blob moves a streamed file into place", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path(), Durability::full);
+  const fs::path file = store->tmp_dir() / "upload-1";
+  std::ofstream(file) << "streamed body";
+  auto blob = store->adopt_blob(file, crypto::sha256_hex("streamed body"));
+  REQUIRE(blob);
+  CHECK(blob->size == 13);
+  CHECK(!fs::exists(file));
+  CHECK(read_file(store->blob_path(*blob)) == "streamed body");
+  CHECK(store->adopt_blob(file, "not-a-hash").error().code == StoreErrc::invalid_argument);
+  REQUIRE(store->create_bucket("b", true));
+  NewObject object;
+  object.parts = {*blob};
+  REQUIRE(store->put_object("b", "k", object));
+  CHECK(get_text(*store, "b", "k") == "streamed body");
+  // A row can never name a blob that was not written.
+  object.parts = {BlobRef{std::string(64, 'a'), 1}};
+  CHECK(store->put_object("b", "k", object).error().code == StoreErrc::invalid_argument);
+}
+
+TEST_CASE("concurrent puts from 8 threads are all readable", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path(), Durability::normal);
+  REQUIRE(store->create_bucket("c", true));
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 60;
+  std::atomic<int> failures{0};
+  std::atomic<bool> writing{true};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::string body = std::to_string(t);  // "t<thread>-<i>", built by appending:
+        body.insert(0, 1, 't');                // g++ 12 -O3 warns falsely on "t" + string
+        body += '-';
+        body += std::to_string(i);
+        auto blob = store->write_blob(body);
+        NewObject object;
+        object.etag = body;
+        if (blob) object.parts = {*blob};
+        if (!blob || !store->put_object("c", body, object)) ++failures;
+        if (i % 10 == 0 && t == 0) {
+          if (!store->create_fork("fork-" + std::to_string(i), "c", std::nullopt)) ++failures;
+        }
+      }
+    });
+  }
+  // Readers alongside: every page is a consistent, ordered view.
+  std::thread reader([&] {
+    while (writing) {
+      auto page = store->list_objects("c", {});
+      if (!page) {
+        ++failures;
+        continue;
+      }
+      for (std::size_t i = 1; i < page->objects.size(); ++i) {
+        if (!(page->objects[i - 1].key < page->objects[i].key)) ++failures;
+      }
+    }
+  });
+  for (auto& thread : threads)
+    thread.join();
+  writing = false;
+  reader.join();
+  CHECK(failures == 0);
+
+  ListQuery query;
+  query.max_keys = 1000;
+  auto page = store->list_objects("c", query);
+  REQUIRE(page);
+  CHECK(page->objects.size() == kThreads * kPerThread);
+  std::set<Seq> seqs;
+  for (const auto& object : page->objects) {
+    seqs.insert(object.seq);
+    CHECK(get_text(*store, "c", object.key) == object.key);
+  }
+  CHECK(seqs.size() == kThreads * kPerThread);  // unique
+}
+
+}  // namespace
+}  // namespace tfork::store::test

@@ -1,0 +1,102 @@
+#pragma once
+// Shared helpers for the store's unit tests: a fresh temp directory per test, a store opened
+// on it, and small put/read helpers.
+
+#include "tfork/store/store.hpp"
+
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdlib.h>
+#include <string>
+#include <string_view>
+
+namespace tfork::store::test {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/tfork-store-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::unique_ptr<Store> open_store(const std::filesystem::path& dir,
+                                         Durability durability = Durability::off) {
+  auto store = Store::open(dir, StoreOptions{durability});
+  if (!store) FAIL("Store::open: " << store.error().message);
+  return std::move(*store);
+}
+
+inline ObjectInfo put_text(Store& store, std::string_view bucket, std::string_view key,
+                           std::string_view content) {
+  auto blob = store.write_blob(content);
+  REQUIRE(blob);
+  NewObject object;
+  object.etag = "etag-" + std::string(content);
+  object.content_type = "text/plain";
+  object.parts = {*blob};
+  auto info = store.put_object(bucket, key, std::move(object));
+  if (!info) FAIL("put_object: " << info.error().message);
+  return *info;
+}
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) return "<missing blob " + path.string() + ">";
+  std::string content(size, '\0');
+  in.read(content.data(), static_cast<std::streamsize>(size));
+  return content;
+}
+
+inline std::string content_of(const Store& store, const ObjectInfo& info) {
+  std::string out;
+  for (const auto& part : info.parts)
+    out += read_file(store.blob_path(part));
+  return out;
+}
+
+// The content of a key as the store sees it, or "<code N>" when the read fails.
+inline std::string get_text(Store& store, std::string_view bucket, std::string_view key,
+                            std::optional<Seq> at = std::nullopt) {
+  auto info = store.get_object(bucket, key, at);
+  if (!info) return "<error " + std::to_string(static_cast<int>(info.error().code)) + ">";
+  return content_of(store, *info);
+}
+
+inline std::string no_such_key() {
+  return "<error " + std::to_string(static_cast<int>(StoreErrc::no_such_key)) + ">";
+}
+
+// A scalar query against meta.db through a separate connection (WAL lets it read while the
+// store is open): how tests inspect rows without a test-only API.
+inline std::int64_t count_rows(const std::filesystem::path& dir, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2((dir / "meta.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) ==
+          SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+  std::int64_t value = -1;
+  if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+}  // namespace tfork::store::test
