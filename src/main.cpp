@@ -2,4 +2,6 @@
 // Everything happens in tfork::cli::run; this file only hands over the arguments.
 #include "tfork/cli/root.hpp"
 
-int main(int argc, char** argv) { return tfork::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  return tfork::cli::run(argc, argv);
+}

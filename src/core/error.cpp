@@ -4,30 +4,48 @@ namespace tfork {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::other: return 1;
-    case ErrorKind::auth: return 2;
-    case ErrorKind::not_found: return 3;
-    case ErrorKind::throttled: return 4;
-    case ErrorKind::network: return 5;
-    case ErrorKind::conflict: return 6;
-    case ErrorKind::partial: return 7;
-    case ErrorKind::usage: return 64;
-    case ErrorKind::interrupted: return 130;
+    case ErrorKind::other:
+      return 1;
+    case ErrorKind::auth:
+      return 2;
+    case ErrorKind::not_found:
+      return 3;
+    case ErrorKind::throttled:
+      return 4;
+    case ErrorKind::network:
+      return 5;
+    case ErrorKind::conflict:
+      return 6;
+    case ErrorKind::partial:
+      return 7;
+    case ErrorKind::usage:
+      return 64;
+    case ErrorKind::interrupted:
+      return 130;
   }
   return 1;
 }
 
 std::string_view kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::other: return "other";
-    case ErrorKind::auth: return "auth";
-    case ErrorKind::not_found: return "not_found";
-    case ErrorKind::throttled: return "throttled";
-    case ErrorKind::network: return "network";
-    case ErrorKind::conflict: return "conflict";
-    case ErrorKind::partial: return "partial";
-    case ErrorKind::usage: return "usage";
-    case ErrorKind::interrupted: return "interrupted";
+    case ErrorKind::other:
+      return "other";
+    case ErrorKind::auth:
+      return "auth";
+    case ErrorKind::not_found:
+      return "not_found";
+    case ErrorKind::throttled:
+      return "throttled";
+    case ErrorKind::network:
+      return "network";
+    case ErrorKind::conflict:
+      return "conflict";
+    case ErrorKind::partial:
+      return "partial";
+    case ErrorKind::usage:
+      return "usage";
+    case ErrorKind::interrupted:
+      return "interrupted";
   }
   return "other";
 }
@@ -50,12 +68,17 @@ ErrorKind kind_for_service_error(std::string_view code, int http_status) {
     return ErrorKind::conflict;
   switch (http_status) {
     case 401:
-    case 403: return ErrorKind::auth;
-    case 404: return ErrorKind::not_found;
-    case 409: return ErrorKind::conflict;
+    case 403:
+      return ErrorKind::auth;
+    case 404:
+      return ErrorKind::not_found;
+    case 409:
+      return ErrorKind::conflict;
     case 429:
-    case 503: return ErrorKind::throttled;
-    default: return ErrorKind::other;
+    case 503:
+      return ErrorKind::throttled;
+    default:
+      return ErrorKind::other;
   }
 }
 

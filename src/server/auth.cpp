@@ -1,18 +1,21 @@
 #include "tfork/server/auth.hpp"
 
-#include <array>
-#include <charconv>
-
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/sigv4/signer.hpp"
+
+#include <array>
+#include <charconv>
+#include <vector>
 
 namespace tfork::server {
 namespace {
 
 constexpr std::string_view k_algorithm = "AWS4-HMAC-SHA256";
 
-S3Error auth_error(Err id, std::string message = {}) { return make_error(id, std::move(message)); }
+S3Error auth_error(Err id, std::string message = {}) {
+  return make_error(id, std::move(message));
+}
 
 bool is_hex64(std::string_view text) {
   if (text.size() != 64) return false;
@@ -52,6 +55,100 @@ bool signed_names_contain(std::string_view names, std::string_view wanted) {
   return false;
 }
 
+// Debian's cpp-httplib 0.11 percent-decodes every header value while parsing the request (its
+// parse_header runs decode_url on the value), so a header the client sent and signed as
+// "src/a%20b.txt" reaches the handler as "src/a b.txt" and the signed bytes are gone. Clients
+// send percent-encoded header values in a few well-known shapes only (x-amz-copy-source above
+// all), so when the signature does not match the headers as received, it is checked again
+// with the decoded values re-encoded the ways clients encode them. A request whose headers
+// were never encoded matches on the first try and never gets here.
+enum class HeaderEncoding { rfc3986_keep_slash, rfc3986, uri_component_keep_slash, uri_component };
+
+std::string reencode(std::string_view value, HeaderEncoding encoding) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  const bool keep_slash = encoding == HeaderEncoding::rfc3986_keep_slash ||
+                          encoding == HeaderEncoding::uri_component_keep_slash;
+  // encodeURIComponent also leaves !'()* alone.
+  const bool component = encoding == HeaderEncoding::uri_component ||
+                         encoding == HeaderEncoding::uri_component_keep_slash;
+  std::string out;
+  for (unsigned char c : value) {
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+    const bool kept = unreserved || (keep_slash && c == '/') ||
+                      (component && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*'));
+    if (kept) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+constexpr HeaderEncoding k_encodings[] = {
+    HeaderEncoding::rfc3986_keep_slash, HeaderEncoding::rfc3986,
+    HeaderEncoding::uri_component_keep_slash, HeaderEncoding::uri_component};
+
+// The ways a client may have encoded "[/]bucket/key[?versionId=v]": the whole value, or the
+// key alone (its own '/' encoded or not) after a raw "bucket/"; the versionId suffix is raw.
+std::vector<std::string> copy_source_candidates(std::string_view value) {
+  std::string_view suffix;
+  if (const auto question = value.find("?versionId="); question != std::string_view::npos) {
+    suffix = value.substr(question);
+    value = value.substr(0, question);
+  }
+  const std::size_t lead = value.starts_with('/') ? 1 : 0;
+  const auto slash = value.find('/', lead);
+  std::vector<std::string> out;
+  for (auto encoding : k_encodings) {
+    out.push_back(std::string(value.substr(0, lead)) + reencode(value.substr(lead), encoding) +
+                  std::string(suffix));
+    if (slash != std::string_view::npos) {
+      out.push_back(std::string(value.substr(0, slash + 1)) +
+                    reencode(value.substr(slash + 1), encoding) + std::string(suffix));
+    }
+  }
+  return out;
+}
+
+// The candidate header sets to retry with: each way of encoding the copy source, then every
+// signed header whose value an encoder would change (x-amz-meta-* values, Go's snapshot names).
+std::vector<std::vector<sigv4::Header>> reencoded_header_sets(
+    const std::vector<sigv4::Header>& headers, std::string_view signed_names) {
+  auto changes = [&](const sigv4::Header& header) {
+    const auto name = to_lower(header.first);
+    if (name == "host" || name == "authorization" || name == "x-amz-date" ||
+        !signed_names_contain(signed_names, name))
+      return false;
+    return reencode(header.second, HeaderEncoding::rfc3986_keep_slash) != header.second;
+  };
+  auto is_copy_source = [](const sigv4::Header& header) {
+    return to_lower(header.first) == "x-amz-copy-source";
+  };
+  std::vector<std::vector<sigv4::Header>> sets;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    if (!is_copy_source(headers[i]) || !changes(headers[i])) continue;
+    for (auto& candidate : copy_source_candidates(headers[i].second)) {
+      sets.push_back(headers);
+      sets.back()[i].second = std::move(candidate);
+    }
+  }
+  for (auto encoding : k_encodings) {
+    auto set = headers;
+    bool changed = false;
+    for (auto& header : set) {
+      if (is_copy_source(header) || !changes(header)) continue;
+      header.second = reencode(header.second, encoding);
+      changed = true;
+    }
+    if (changed) sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
 // The wire query without X-Amz-Signature (a presigned URL signs everything else).
 std::string query_without_signature(std::string_view query) {
   std::string out;
@@ -69,10 +166,12 @@ std::string query_without_signature(std::string_view query) {
 
 // The part shared by header and query auth: look up the key, rebuild the canonical request
 // from the client's SignedHeaders and compare signatures.
-std::expected<Authenticated, S3Error> verify_signature(
-    const Request& request, const Target& target, const KeyLookup& lookup,
-    const sigv4::Authorization& authorization, std::string_view amz_date, std::string wire_query,
-    std::string payload_hash) {
+std::expected<Authenticated, S3Error> verify_signature(const Request& request, const Target& target,
+                                                       const KeyLookup& lookup,
+                                                       const sigv4::Authorization& authorization,
+                                                       std::string_view amz_date,
+                                                       std::string wire_query,
+                                                       std::string payload_hash) {
   if (authorization.service != "s3" && authorization.service != "iam") {
     return std::unexpected(auth_error(Err::authorization_header_malformed,
                                       "The credential scope's service must be s3 or iam."));
@@ -82,8 +181,8 @@ std::expected<Authenticated, S3Error> verify_signature(
                                       "The credential date does not match the request date."));
   }
   if (!signed_names_contain(authorization.signed_headers, "host")) {
-    return std::unexpected(auth_error(Err::authorization_header_malformed,
-                                      "SignedHeaders must include host."));
+    return std::unexpected(
+        auth_error(Err::authorization_header_malformed, "SignedHeaders must include host."));
   }
   auto key = lookup(authorization.access_key_id);
   if (!key) return std::unexpected(auth_error(Err::invalid_access_key_id));
@@ -94,16 +193,29 @@ std::expected<Authenticated, S3Error> verify_signature(
   canonical_input.query = std::move(wire_query);
   canonical_input.headers = request.headers;
   canonical_input.payload_hash = payload_hash;
-  const auto canonical = sigv4::canonical_request(canonical_input, authorization.signed_headers,
-                                                  sigv4::UriMode::s3);
   const auto scope =
       sigv4::credential_scope(authorization.date8, authorization.region, authorization.service);
-  const auto to_sign = sigv4::string_to_sign(amz_date, scope, canonical);
   auto signing_key = sigv4::signing_key(key->secret, authorization.date8, authorization.region,
                                         authorization.service);
-  const auto expected = sigv4::signature(signing_key, to_sign);
-  if (!signatures_equal(expected, to_lower(authorization.signature))) {
-    return std::unexpected(auth_error(Err::signature_does_not_match));
+  const auto given = to_lower(authorization.signature);
+  auto signature_for = [&](const sigv4::Request& input) {
+    const auto canonical =
+        sigv4::canonical_request(input, authorization.signed_headers, sigv4::UriMode::s3);
+    return sigv4::signature(signing_key, sigv4::string_to_sign(amz_date, scope, canonical));
+  };
+  auto expected = signature_for(canonical_input);
+  if (!signatures_equal(expected, given)) {
+    bool matched = false;
+    for (auto& headers :
+         reencoded_header_sets(canonical_input.headers, authorization.signed_headers)) {
+      canonical_input.headers = std::move(headers);
+      if (auto candidate = signature_for(canonical_input); signatures_equal(candidate, given)) {
+        expected = std::move(candidate);
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return std::unexpected(auth_error(Err::signature_does_not_match));
   }
 
   Authenticated out;
@@ -150,7 +262,8 @@ std::expected<Authenticated, S3Error> header_auth(const Request& request, const 
   std::string payload_hash;
   if (const auto* value = request.header("x-amz-content-sha256")) {
     payload_hash = *value;
-    if (!payload_mode(payload_hash)) return std::unexpected(auth_error(Err::invalid_content_sha256));
+    if (!payload_mode(payload_hash))
+      return std::unexpected(auth_error(Err::invalid_content_sha256));
   } else if (options.iam) {
     // IAM clients signing as service "iam" (botocore, Go) leave the header out and sign the
     // body's hash (tigris-wire §1.2).
@@ -192,8 +305,10 @@ std::expected<Authenticated, S3Error> query_auth(const Request& request, const T
   std::size_t start = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto slash = i + 1 < parts.size() ? credential.find('/', start) : std::string::npos;
-    if (i + 1 < parts.size() && slash == std::string::npos) return malformed("X-Amz-Credential is malformed");
-    parts[i] = credential.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (i + 1 < parts.size() && slash == std::string::npos)
+      return malformed("X-Amz-Credential is malformed");
+    parts[i] =
+        credential.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     start = slash + 1;
   }
   if (parts[4] != "aws4_request") return malformed("X-Amz-Credential is malformed");
@@ -210,7 +325,8 @@ std::expected<Authenticated, S3Error> query_auth(const Request& request, const T
     return malformed("X-Amz-Expires must be between 1 and 604800 seconds");
   }
   const auto time = parse_amz_date(amz_date);
-  if (!time) return malformed("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
+  if (!time)
+    return malformed("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
 
   // Presigned URLs have no skew check beyond expiry (server-design §5.2, ceph PR #13354),
   // except that a URL dated in the future is not valid yet.

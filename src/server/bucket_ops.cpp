@@ -1,11 +1,11 @@
 // Bucket, snapshot and fork operations (tigris-wire §2, server-design §6.3).
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-
 #include "tfork/server/operations.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/server/xml_render.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace tfork::server {
 namespace {
@@ -20,8 +20,10 @@ bool header_true(const Context& context, std::string_view name) {
 }
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ')
+    text.remove_suffix(1);
   return text;
 }
 
@@ -42,7 +44,8 @@ Response created(std::string_view bucket) {
 
 template <class T>
 T check_create(const Context& context, store::Result<T> result, std::string_view bucket) {
-  if (!result && result.error().code == store::StoreErrc::bucket_exists) fail_exists(context, bucket);
+  if (!result && result.error().code == store::StoreErrc::bucket_exists)
+    fail_exists(context, bucket);
   return check(std::move(result), bucket);
 }
 
@@ -191,9 +194,8 @@ Response list_buckets(Context& context) {
   }
   auto buckets = check(context.store.list_buckets());
   // A scoped key sees only the buckets it has a role on (server-design §6.9; inference).
-  std::erase_if(buckets, [&](const auto& bucket) {
-    return !has_any_role(context.principal, bucket.name);
-  });
+  std::erase_if(buckets,
+                [&](const auto& bucket) { return !has_any_role(context.principal, bucket.name); });
   std::optional<std::string> continuation;
   buckets = page_by_name(context, std::move(buckets), continuation);
   return render_buckets(context, buckets, continuation, context.target.has("IncludeForkInfo"));
@@ -247,9 +249,10 @@ Response create_bucket(Context& context) {
     if (existing && has_any_role(context.principal, bucket)) fail_exists(context, bucket);
     require(context, bucket, Access::bucket_admin);
   }
-  check_create(context,
-               context.store.create_bucket(bucket, header_true(context, "x-tigris-enable-snapshot")),
-               bucket);
+  check_create(
+      context,
+      context.store.create_bucket(bucket, header_true(context, "x-tigris-enable-snapshot")),
+      bucket);
   return created(bucket);
 }
 
@@ -292,11 +295,12 @@ Response delete_bucket(Context& context) {
     // Name the forks, so the user knows what to delete first.
     std::string names;
     if (auto forks = context.store.list_forks(bucket)) {
-      for (const auto& fork : *forks) names += (names.empty() ? "" : ", ") + fork.name;
+      for (const auto& fork : *forks)
+        names += (names.empty() ? "" : ", ") + fork.name;
     }
-    S3Error error = make_error(Err::bucket_has_forks,
-                               names.empty() ? std::string{}
-                                             : "The bucket has forks; delete them first: " + names);
+    S3Error error = make_error(
+        Err::bucket_has_forks,
+        names.empty() ? std::string{} : "The bucket has forks; delete them first: " + names);
     error.bucket = bucket;
     fail(std::move(error));
   }
@@ -327,7 +331,8 @@ Response patch_bucket(Context& context) {
   const auto& bucket = context.target.bucket;
   require(context, bucket, Access::bucket_admin);
   const auto body = nlohmann::json::parse(context.body.data, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) fail(Err::invalid_argument, "The body must be JSON.");
+  if (body.is_discarded() || !body.is_object())
+    fail(Err::invalid_argument, "The body must be JSON.");
   if (const auto type = body.find("type"); type != body.end()) {
     // tigris-wire §2.2: 1 = Snapshot, 0 = Regular.
     if (!type->is_number_integer() || (*type != 0 && *type != 1)) {

@@ -2,24 +2,39 @@
 
 namespace tfork::server {
 
-const ErrorSpec& spec(Err id) { return k_error_table[static_cast<std::size_t>(id)]; }
+const ErrorSpec& spec(Err id) {
+  return k_error_table[static_cast<std::size_t>(id)];
+}
 
 // The store's errors in S3 terms. Unconfirmed choices are annotated in k_error_table.
 Err from_store(store::StoreErrc code) {
   switch (code) {
-    case store::StoreErrc::no_such_bucket: return Err::no_such_bucket;
-    case store::StoreErrc::bucket_exists: return Err::bucket_already_owned;
-    case store::StoreErrc::bucket_not_empty: return Err::bucket_not_empty;
-    case store::StoreErrc::bucket_has_forks: return Err::bucket_has_forks;
-    case store::StoreErrc::not_snapshot_enabled: return Err::not_snapshot_enabled;
-    case store::StoreErrc::no_such_snapshot: return Err::no_such_snapshot;
-    case store::StoreErrc::no_such_key: return Err::no_such_key;
-    case store::StoreErrc::no_such_upload: return Err::no_such_upload;
-    case store::StoreErrc::invalid_part: return Err::invalid_part;
-    case store::StoreErrc::invalid_part_order: return Err::invalid_part_order;
-    case store::StoreErrc::no_such_access_key: return Err::no_such_entity;
-    case store::StoreErrc::invalid_argument: return Err::invalid_argument;
-    case store::StoreErrc::io: return Err::internal_error;
+    case store::StoreErrc::no_such_bucket:
+      return Err::no_such_bucket;
+    case store::StoreErrc::bucket_exists:
+      return Err::bucket_already_owned;
+    case store::StoreErrc::bucket_not_empty:
+      return Err::bucket_not_empty;
+    case store::StoreErrc::bucket_has_forks:
+      return Err::bucket_has_forks;
+    case store::StoreErrc::not_snapshot_enabled:
+      return Err::not_snapshot_enabled;
+    case store::StoreErrc::no_such_snapshot:
+      return Err::no_such_snapshot;
+    case store::StoreErrc::no_such_key:
+      return Err::no_such_key;
+    case store::StoreErrc::no_such_upload:
+      return Err::no_such_upload;
+    case store::StoreErrc::invalid_part:
+      return Err::invalid_part;
+    case store::StoreErrc::invalid_part_order:
+      return Err::invalid_part_order;
+    case store::StoreErrc::no_such_access_key:
+      return Err::no_such_entity;
+    case store::StoreErrc::invalid_argument:
+      return Err::invalid_argument;
+    case store::StoreErrc::io:
+      return Err::internal_error;
   }
   return Err::internal_error;
 }
@@ -41,7 +56,11 @@ S3Error store_error(const store::StoreError& error, std::string bucket, std::str
   return out;
 }
 
-void fail(Err id, std::string message) { throw S3Exception(make_error(id, std::move(message))); }
-void fail(S3Error error) { throw S3Exception(std::move(error)); }
+void fail(Err id, std::string message) {
+  throw S3Exception(make_error(id, std::move(message)));
+}
+void fail(S3Error error) {
+  throw S3Exception(std::move(error));
+}
 
 }  // namespace tfork::server

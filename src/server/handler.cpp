@@ -1,34 +1,55 @@
 #include "tfork/server/handler.hpp"
 
-#include <spdlog/spdlog.h>
-
-#include <nlohmann/json.hpp>
-
-#include <cctype>
-#include <charconv>
-
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/auth.hpp"
 #include "tfork/server/operations.hpp"
 #include "tfork/server/xml_render.hpp"
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <charconv>
+
 namespace tfork::server {
 namespace {
 
 std::string upper(std::string text) {
-  for (auto& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto& c : text)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
 }
 
 // S3 subresources this server does not implement: answered 501 instead of being mistaken
 // for a plain bucket or object operation.
 bool has_unsupported_subresource(const Target& target) {
-  static constexpr std::string_view k_unsupported[] = {
-      "acl",       "policy",         "cors",      "lifecycle", "tagging",      "website",
-      "logging",   "notification",   "replication", "encryption", "object-lock", "retention",
-      "legal-hold", "torrent",       "select",    "restore",   "accelerate",   "analytics",
-      "inventory", "metrics",        "ownershipControls", "publicAccessBlock", "requestPayment",
-      "intelligent-tiering", "policyStatus", "attributes", "versions"};
+  static constexpr std::string_view k_unsupported[] = {"acl",
+                                                       "policy",
+                                                       "cors",
+                                                       "lifecycle",
+                                                       "tagging",
+                                                       "website",
+                                                       "logging",
+                                                       "notification",
+                                                       "replication",
+                                                       "encryption",
+                                                       "object-lock",
+                                                       "retention",
+                                                       "legal-hold",
+                                                       "torrent",
+                                                       "select",
+                                                       "restore",
+                                                       "accelerate",
+                                                       "analytics",
+                                                       "inventory",
+                                                       "metrics",
+                                                       "ownershipControls",
+                                                       "publicAccessBlock",
+                                                       "requestPayment",
+                                                       "intelligent-tiering",
+                                                       "policyStatus",
+                                                       "attributes",
+                                                       "versions"};
   for (const auto name : k_unsupported) {
     if (target.has(name)) return true;
   }
@@ -38,6 +59,10 @@ bool has_unsupported_subresource(const Target& target) {
 Response dispatch_s3(Context& context) {
   const auto& method = context.request.method;
   const auto& target = context.target;
+  if (method == "GET" && target.has_key && target.has("tagging")) {
+    check_key(context);
+    return get_object_tagging(context);
+  }
   if (has_unsupported_subresource(target)) fail(Err::not_implemented);
 
   if (target.bucket.empty()) {
@@ -57,7 +82,8 @@ Response dispatch_s3(Context& context) {
       if (target.has("metadata")) return bucket_metadata(context);
       if (target.has("location")) return bucket_location(context);
       if (target.has("versioning")) return bucket_versioning(context);
-      if (target.has("uploads")) fail(Err::not_implemented, "ListMultipartUploads is not supported.");
+      if (target.has("uploads"))
+        fail(Err::not_implemented, "ListMultipartUploads is not supported.");
       const auto* list_type = target.get("list-type");
       if (list_type && *list_type == "2") return list_objects(context, 2);
       if (list_type && *list_type != "1") fail(Err::invalid_argument, "Invalid list-type.");
@@ -92,7 +118,8 @@ Response error_response(const S3Error& error, const Request& request, const Targ
                         bool json, std::string_view request_id) {
   Response response;
   response.status = error.status();
-  for (const auto& header : error.headers) response.set_header(header.first, header.second);
+  for (const auto& header : error.headers)
+    response.set_header(header.first, header.second);
   if (request.method == "HEAD") return response;  // HEAD never has a body (§5.4)
   if (json) {
     // tigris-wire §1.5: JSON endpoints' errors; clients read "Message".
@@ -112,7 +139,9 @@ Response error_response(const S3Error& error, const Request& request, const Targ
 
 }  // namespace
 
-std::string new_request_id() { return upper(crypto::random_hex(8)); }
+std::string new_request_id() {
+  return upper(crypto::random_hex(8));
+}
 
 bool Context::wants_json() const {
   const auto* accept = request.header("accept");
@@ -185,8 +214,10 @@ bool valid_bucket_name(std::string_view name) {
   int dots = 0;
   bool digits_and_dots = true;
   for (const char c : name) {
-    if (c == '.') ++dots;
-    else if (c < '0' || c > '9') digits_and_dots = false;
+    if (c == '.')
+      ++dots;
+    else if (c < '0' || c > '9')
+      digits_and_dots = false;
   }
   return !(digits_and_dots && dots == 3);
 }
@@ -223,8 +254,13 @@ Response Handler::handle(const Request& request) {
     auto checksums = verify_integrity(request, *body);
     if (!checksums) fail(std::move(checksums.error()));
 
-    Context context{request, *target, store_, std::move(auth->principal), std::move(*body),
-                    std::move(*checksums), now};
+    Context context{request,
+                    *target,
+                    store_,
+                    std::move(auth->principal),
+                    std::move(*body),
+                    std::move(*checksums),
+                    now};
     if (iam) {
       response = iam_dispatch(context);
     } else {
@@ -235,7 +271,7 @@ Response Handler::handle(const Request& request) {
     }
   } catch (const S3Exception& e) {
     const auto& error = e.error();
-    if (error.status() >= 500) {
+    if (error.status() == 500) {
       spdlog::error("{} {} -> {} {}: {}", request.method, request.target, error.status(),
                     error.code(), error.text());
     } else {
@@ -244,8 +280,8 @@ Response Handler::handle(const Request& request) {
     response = error_response(error, request, target ? &*target : nullptr, json, request_id);
   } catch (const std::exception& e) {
     spdlog::error("{} {}: unexpected failure: {}", request.method, request.target, e.what());
-    response = error_response(make_error(Err::internal_error), request,
-                              target ? &*target : nullptr, json, request_id);
+    response = error_response(make_error(Err::internal_error), request, target ? &*target : nullptr,
+                              json, request_id);
   }
   response.set_header("x-amz-request-id", request_id);
   response.set_header("x-amz-id-2", crypto::base64_encode(crypto::random_hex(24)));

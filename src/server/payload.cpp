@@ -1,16 +1,17 @@
 #include "tfork/server/payload.hpp"
 
-#include <array>
-#include <charconv>
-
 #include "tfork/crypto/hash.hpp"
 #include "tfork/sigv4/signer.hpp"
+
+#include <array>
+#include <charconv>
 
 namespace tfork::server {
 namespace {
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
     text.remove_suffix(1);
   }
@@ -45,7 +46,7 @@ struct ChecksumAlgorithm {
   std::size_t bytes;
 };
 constexpr std::array k_checksums = {
-    ChecksumAlgorithm{"crc32", 4},   ChecksumAlgorithm{"crc32c", 4},
+    ChecksumAlgorithm{"crc32", 4},     ChecksumAlgorithm{"crc32c", 4},
     ChecksumAlgorithm{"crc64nvme", 8}, ChecksumAlgorithm{"sha1", 20},
     ChecksumAlgorithm{"sha256", 32},
 };
@@ -92,8 +93,8 @@ std::expected<DecodedBody, S3Error> decode_aws_chunked(std::string_view body,
     const auto semi = header.find(';');
     const auto size_text = trim(header.substr(0, semi));
     std::uint64_t size = 0;
-    const auto [end, ec] = std::from_chars(size_text.data(), size_text.data() + size_text.size(),
-                                           size, 16);
+    const auto [end, ec] =
+        std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
     if (size_text.empty() || size_text.size() > 15 || ec != std::errc{} ||
         end != size_text.data() + size_text.size()) {
       return chunk_error(Err::invalid_chunk, "Invalid aws-chunked chunk size.");
@@ -169,17 +170,20 @@ std::expected<DecodedBody, S3Error> decode_aws_chunked(std::string_view body,
   return out;
 }
 
-std::expected<DecodedBody, S3Error> read_payload(const Request& request, const Authenticated& auth) {
+std::expected<DecodedBody, S3Error> read_payload(const Request& request,
+                                                 const Authenticated& auth) {
   switch (auth.payload_mode) {
     case PayloadMode::sha256:
       if (crypto::sha256_hex(request.body) != auth.payload_sha256) {
         return std::unexpected(make_error(Err::content_sha256_mismatch));
       }
       return DecodedBody{request.body, {}};
-    case PayloadMode::unsigned_payload: return DecodedBody{request.body, {}};
+    case PayloadMode::unsigned_payload:
+      return DecodedBody{request.body, {}};
     case PayloadMode::streaming_signed:
     case PayloadMode::streaming_signed_trailer:
-    case PayloadMode::streaming_unsigned_trailer: break;
+    case PayloadMode::streaming_unsigned_trailer:
+      break;
   }
   std::optional<ChunkSigning> signing;
   if (auth.payload_mode != PayloadMode::streaming_unsigned_trailer) {
@@ -189,19 +193,20 @@ std::expected<DecodedBody, S3Error> read_payload(const Request& request, const A
   if (!decoded) return decoded;
   if (const auto* declared = request.header("x-amz-decoded-content-length")) {
     if (*declared != std::to_string(decoded->data.size())) {
-      return std::unexpected(make_error(
-          Err::incomplete_body,
-          "The decoded body length does not match x-amz-decoded-content-length."));
+      return std::unexpected(
+          make_error(Err::incomplete_body,
+                     "The decoded body length does not match x-amz-decoded-content-length."));
     }
   }
   // x-amz-trailer announces the trailer; it must arrive (sigv4-streaming trailers).
   if (const auto* announced = request.header("x-amz-trailer")) {
     const auto wanted = to_lower(trim(*announced));
     bool found = false;
-    for (const auto& trailer : decoded->trailers) found = found || trailer.first == wanted;
+    for (const auto& trailer : decoded->trailers)
+      found = found || trailer.first == wanted;
     if (!wanted.empty() && !found) {
-      return std::unexpected(
-          make_error(Err::incomplete_body, "The trailer " + wanted + " was announced but not sent."));
+      return std::unexpected(make_error(Err::incomplete_body,
+                                        "The trailer " + wanted + " was announced but not sent."));
     }
   }
   return decoded;
@@ -230,9 +235,9 @@ std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
     }
     const auto actual = checksum_of(algorithm.name, body.data);
     if (crypto::base64_decode(actual) != raw) {
-      return std::unexpected(make_error(
-          Err::bad_digest,
-          "The " + upper(algorithm.name) + " you specified did not match the calculated checksum."));
+      return std::unexpected(
+          make_error(Err::bad_digest, "The " + upper(algorithm.name) +
+                                          " you specified did not match the calculated checksum."));
     }
     verified.emplace_back(std::string(algorithm.name), actual);
   }

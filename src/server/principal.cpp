@@ -24,7 +24,8 @@ bool allowed(const Principal& principal, std::string_view bucket, Access access)
     if (role.bucket != bucket) continue;
     switch (role.role) {
       case store::Role::namespace_admin:  // only meaningful on "*"; on one bucket: full rights
-      case store::Role::editor: return true;
+      case store::Role::editor:
+        return true;
       case store::Role::read_only:
         if (access == Access::read || access == Access::snapshot) return true;
         break;

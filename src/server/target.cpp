@@ -12,7 +12,9 @@ int hex_value(char c) {
 
 }  // namespace
 
-bool Target::has(std::string_view name) const { return get(name) != nullptr; }
+bool Target::has(std::string_view name) const {
+  return get(name) != nullptr;
+}
 
 const std::string* Target::get(std::string_view name) const {
   for (const auto& [param, value] : query) {
@@ -68,7 +70,8 @@ std::expected<Target, std::string> parse_target(std::string_view raw_target) {
   Target target;
   const auto question = raw_target.find('?');
   target.wire_path = std::string(raw_target.substr(0, question));
-  if (question != std::string_view::npos) target.wire_query = std::string(raw_target.substr(question + 1));
+  if (question != std::string_view::npos)
+    target.wire_query = std::string(raw_target.substr(question + 1));
   if (target.wire_path.empty() || target.wire_path.front() != '/') {
     return std::unexpected("the request target must start with '/'");
   }

@@ -22,10 +22,13 @@ Civil civil(store::Seq ns) {
   const year_month_day ymd{day_point};
   const hh_mm_ss hms{floor<seconds>(time - day_point)};
   const auto nanos = (time - floor<seconds>(time)).count();
-  return Civil{static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-               static_cast<unsigned>(ymd.day()), static_cast<unsigned>(hms.hours().count()),
+  return Civil{static_cast<int>(ymd.year()),
+               static_cast<unsigned>(ymd.month()),
+               static_cast<unsigned>(ymd.day()),
+               static_cast<unsigned>(hms.hours().count()),
                static_cast<unsigned>(hms.minutes().count()),
-               static_cast<unsigned>(hms.seconds().count()), weekday{day_point}.c_encoding(),
+               static_cast<unsigned>(hms.seconds().count()),
+               weekday{day_point}.c_encoding(),
                nanos};
 }
 
@@ -51,7 +54,8 @@ std::string rfc3339_nano(store::Seq ns) {
                          c.minute, c.second);
   if (c.nanos != 0) {
     auto fraction = fmt::format("{:09}", c.nanos);
-    while (fraction.back() == '0') fraction.pop_back();
+    while (fraction.back() == '0')
+      fraction.pop_back();
     out += "." + fraction;
   }
   return out + "Z";
@@ -84,7 +88,8 @@ std::optional<system_clock::time_point> parse_http_date(std::string_view text) {
       second < 0 || second > 60) {
     return std::nullopt;
   }
-  const year_month_day ymd{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+  const year_month_day ymd{std::chrono::year{year},
+                           std::chrono::month{static_cast<unsigned>(month)},
                            std::chrono::day{static_cast<unsigned>(day)}};
   if (!ymd.ok()) return std::nullopt;
   return sys_days{ymd} + hours{hour} + minutes{minute} + std::chrono::seconds{second};

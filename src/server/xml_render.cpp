@@ -1,6 +1,5 @@
 #include "tfork/server/xml_render.hpp"
 
-
 #include "tfork/server/time_format.hpp"
 
 namespace tfork::server {
@@ -13,9 +12,11 @@ struct StringWriter : pugi::xml_writer {
   }
 };
 
-std::string quoted(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
-
 }  // namespace
+
+std::string quote_etag(std::string_view etag) {
+  return "\"" + std::string(etag) + "\"";
+}
 
 pugi::xml_node add_text(pugi::xml_node parent, const char* name, std::string_view value) {
   auto node = parent.append_child(name);
@@ -42,8 +43,9 @@ std::string url_encode_key(std::string_view key) {
   out.reserve(key.size());
   for (const char c : key) {
     const auto byte = static_cast<unsigned char>(c);
-    if ((byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9') ||
-        byte == '-' || byte == '_' || byte == '.' || byte == '~' || byte == '/') {
+    if ((byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') ||
+        (byte >= '0' && byte <= '9') || byte == '-' || byte == '_' || byte == '.' || byte == '~' ||
+        byte == '/') {
       out.push_back(c);
     } else {
       out.push_back('%');
@@ -97,7 +99,7 @@ std::string render_list_objects(const ListResult& result) {
     auto contents = root.append_child("Contents");
     add_text(contents, "Key", encode(object.key));
     add_text(contents, "LastModified", iso8601_ms(object.seq));
-    add_text(contents, "ETag", quoted(object.etag));
+    add_text(contents, "ETag", quote_etag(object.etag));
     add_text(contents, "Size", std::to_string(object.size));
     if (result.version == 1 || result.fetch_owner) {
       auto owner = contents.append_child("Owner");

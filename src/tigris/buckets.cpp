@@ -56,7 +56,11 @@ std::optional<std::string> snapshot_name_problem(std::string_view name) {
     if (c == ';') return "must not contain ';' (it separates fields in the header)";
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f)
       return "must not contain control characters";
+    // It goes raw into a header value (tigris-wire.md §2.3: "send raw printable ASCII").
+    if (static_cast<unsigned char>(c) >= 0x80) return "must be printable ASCII";
   }
+  // HTTP drops whitespace around a header value, so the server would store another name.
+  if (name.front() == ' ' || name.back() == ' ') return "must not start or end with a space";
   return std::nullopt;
 }
 
@@ -176,25 +180,113 @@ std::expected<SnapshotPage, std::string> parse_snapshot_list(const http::Respons
 std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response& response) {
   const auto doc = nlohmann::json::parse(response.body, nullptr, false);
   if (!doc.is_object()) return std::unexpected("the bucket list is not a JSON object");
+  auto text = [](const nlohmann::json& object, const char* name) -> std::string {
+    const auto it = object.find(name);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   ForkPage page;
-  if (doc.contains("ContinuationToken") && doc["ContinuationToken"].is_string())
-    page.continuation_token = doc["ContinuationToken"].get<std::string>();
-  const auto buckets = doc.value("/Buckets/Bucket"_json_pointer, nlohmann::json::array());
+  page.continuation_token = text(doc, "ContinuationToken");
+  // {"Buckets": {"Bucket": [...]}} (tigris-wire.md §2.8b); a null or missing list is empty,
+  // and a bare array under "Buckets" is accepted too.
+  nlohmann::json buckets = nlohmann::json::array();
+  if (const auto it = doc.find("Buckets"); it != doc.end()) {
+    if (it->is_array()) {
+      buckets = *it;
+    } else if (it->is_object()) {
+      if (const auto list = it->find("Bucket"); list != it->end() && list->is_array())
+        buckets = *list;
+    }
+  }
   for (const auto& item : buckets) {
+    if (!item.is_object()) continue;
     ForkEntry entry;
-    entry.bucket = item.value("Name", "");
-    entry.created = item.value("CreationDate", "");
-    if (item.contains("ForkInfo") && item["ForkInfo"].is_object()) {
+    entry.bucket = text(item, "Name");
+    entry.created = text(item, "CreationDate");
+    if (const auto info = item.find("ForkInfo"); info != item.end() && info->is_object()) {
       page.has_fork_info = true;
-      const auto& parents = item["ForkInfo"].value("Parents", nlohmann::json::array());
-      if (!parents.empty() && parents[0].is_object()) {
-        entry.source = parents[0].value("BucketName", "");
-        entry.snapshot = parents[0].value("Snapshot", "");
+      if (const auto parents = info->find("Parents");
+          parents != info->end() && parents->is_array()) {
+        for (const auto& parent : *parents) {
+          if (!parent.is_object()) continue;
+          entry.parents.push_back({text(parent, "BucketName"), text(parent, "Snapshot"),
+                                   text(parent, "ForkCreatedAt")});
+        }
+      }
+      if (!entry.parents.empty()) {
+        entry.source = entry.parents.front().bucket;
+        entry.snapshot = entry.parents.front().snapshot;
       }
     }
     page.buckets.push_back(std::move(entry));
   }
   return page;
+}
+
+namespace {
+
+// The forks of `source` on one listing page: entries with a parent named `source`.
+void collect_forks(const ForkPage& page, std::string_view source, std::vector<FoundFork>& forks) {
+  for (const auto& entry : page.buckets) {
+    for (const auto& parent : entry.parents) {
+      if (parent.bucket != source) continue;
+      forks.push_back({entry.bucket, parent.snapshot,
+                       entry.created.empty() ? parent.fork_created : entry.created});
+      break;
+    }
+  }
+}
+
+// Pages a listing until the server stops returning a continuation token.
+template <class MakeOperation, class OnPage>
+void page_through(Client& client, MakeOperation make_operation, OnPage on_page) {
+  std::string token;
+  for (;;) {
+    const auto operation = make_operation(token);
+    const auto response = expect_success(client.send(operation), operation.name);
+    auto page = parse_bucket_list_json(response);
+    if (!page)
+      throw TforkError(ErrorKind::other, "InvalidResponse", operation.name + ": " + page.error());
+    if (!on_page(*page) || page->continuation_token.empty()) return;
+    if (page->continuation_token == token) {
+      throw TforkError(ErrorKind::other, "InvalidResponse",
+                       operation.name + ": the server repeated continuation token '" + token + "'");
+    }
+    token = page->continuation_token;
+  }
+}
+
+}  // namespace
+
+std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
+  std::vector<FoundFork> forks;
+  bool fall_back = false;
+  bool first = true;
+  page_through(
+      client,
+      [&](const std::string& token) {
+        auto operation = list_forks(source);
+        if (!token.empty()) operation.query.emplace_back("continuation-token", token);
+        return operation;
+      },
+      [&](const ForkPage& page) {
+        // A first page with buckets but no ForkInfo at all cannot be trusted to hold only
+        // forks of `source` (tigris-wire.md §2.8c rollout caveat).
+        if (first && !page.buckets.empty() && !page.has_fork_info) {
+          fall_back = true;
+          return false;
+        }
+        first = false;
+        collect_forks(page, source, forks);
+        return true;
+      });
+  if (!fall_back) return forks;
+  page_through(
+      client, [](const std::string& token) { return list_buckets_with_fork_info(token); },
+      [&](const ForkPage& page) {
+        collect_forks(page, source, forks);
+        return true;
+      });
+  return forks;
 }
 
 }  // namespace tfork::tigris

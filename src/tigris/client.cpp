@@ -213,4 +213,9 @@ const http::Response& expect_success(const http::Result& result, std::string_vie
   return *result;
 }
 
+http::Response expect_success(http::Result&& result, std::string_view operation) {
+  if (auto error = error_from_result(result, operation)) throw TforkError(std::move(*error));
+  return std::move(*result);
+}
+
 }  // namespace tfork::tigris

@@ -2,113 +2,41 @@
 # Helpers for the end-to-end tests that drive real third-party clients (AWS CLI, curl,
 # the npm AWS and Tigris SDKs) and the tfork CLI against a real `tfork serve`.
 #
-# Source it from a test script:
-#     source "$(dirname "$0")/clients_lib.sh"
+# It builds on lib.sh (server start/stop, assertions, the curl `s3`/`iam` helpers) and adds:
+#   aws_cli ARGS...   /usr/bin/aws pointed at the server (isolated config, no pager, path style)
+#   tfork_cli ARGS... the project's CLI, bounded in time
+#   ensure_node       makes sure tests/node/node_modules is installed (npm ci, once)
+#   run_node F.mjs    runs tests/node/F.mjs with the server's environment
+#   md5_of, multipart_etag FILE PART_SIZE
+#
+#     source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 #     start_server
 #
-# What it gives a test:
-#   WORK             a private temporary directory, removed on exit (even on failure)
-#   start_server     starts `$TFORK serve --data $WORK/data --listen 127.0.0.1:0`, waits for
-#                    the printed `export` lines and evaluates them (AWS_ENDPOINT_URL,
-#                    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION); sets ENDPOINT,
-#                    ROOT_AK, ROOT_SK
-#   stop_server      SIGTERM, then waits (bounded) for a clean exit 0
-#   aws_cli ...      /usr/bin/aws pointed at the server (isolated config, no pager)
-#   ensure_node      makes sure tests/node/node_modules is installed (npm ci, once)
-#   run_node F.mjs   runs tests/node/F.mjs with the server's environment
-#   assertions       check_eq, check_contains, check_not_contains, fail, skip, step
-#
 # Exit codes: 0 pass, 1 fail, 125 skipped (with the reason on stderr).
-set -euo pipefail
-
-E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SOURCE_DIR=${TFORK_SOURCE_DIR:-$(cd "$E2E_DIR/../.." && pwd)}
-NODE_DIR="$SOURCE_DIR/tests/node"
-TFORK=${TFORK:-$SOURCE_DIR/build/tfork}
-AWS_BIN=${AWS_BIN:-/usr/bin/aws}
-SERVER_PID=""
-SERVER_START_TIMEOUT=${SERVER_START_TIMEOUT:-20}
-CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-180}
-TEST_NAME=$(basename "${BASH_SOURCE[1]:-$0}")
-
-step() { printf '== %s: %s\n' "$TEST_NAME" "$*" >&2; }
-
-skip() {
-  printf 'SKIP %s: %s\n' "$TEST_NAME" "$*" >&2
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  # The CMake glob registers every tests/e2e/*.sh; this one is only a helper.
+  echo "SKIP clients_lib.sh: a helper sourced by the client tests; nothing to run" >&2
   exit 125
-}
+fi
+_clients_test_name=$(basename "${BASH_SOURCE[1]:-$0}")
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+TEST_NAME=$_clients_test_name
 
-server_log_tail() {
-  if [[ -n "${WORK:-}" && -s "$WORK/serve.err" ]]; then
-    printf -- '--- last lines of the server log (%s/serve.err) ---\n' "$WORK" >&2
-    tail -n 40 "$WORK/serve.err" >&2 || true
-    printf -- '--- end of server log ---\n' >&2
-  fi
-}
-
-fail() {
-  printf 'FAIL %s: %s\n' "$TEST_NAME" "$*" >&2
-  server_log_tail
-  exit 1
-}
-
-check_eq() { # check_eq WHAT EXPECTED ACTUAL
-  [[ "$2" == "$3" ]] || fail "$1: expected [$2], got [$3]"
-}
-
-check_contains() { # check_contains WHAT HAYSTACK NEEDLE
-  [[ "$2" == *"$3"* ]] || fail "$1: expected to contain [$3], got [$2]"
-}
-
-check_not_contains() { # check_not_contains WHAT HAYSTACK NEEDLE
-  [[ "$2" != *"$3"* ]] || fail "$1: expected NOT to contain [$3], got [$2]"
-}
-
-require_cmd() {
-  local c
-  for c in "$@"; do
-    command -v "$c" >/dev/null 2>&1 || skip "required program '$c' is not installed"
-  done
-}
-
-require_tfork() {
-  [[ -x "$TFORK" ]] || skip "tfork binary not found at '$TFORK' (set TFORK or build it first)"
-}
-
-# --- temporary directory and cleanup -------------------------------------------------
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfork-e2e-${TEST_NAME%.*}.XXXXXX")
-KEEP_WORK=${KEEP_WORK:-0}
-
-_cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_server_quietly
-  if [[ "$KEEP_WORK" == 1 ]]; then
-    printf 'kept work directory %s\n' "$WORK" >&2
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap _cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+NODE_DIR="$SOURCE_DIR/tests/node"
+AWS_BIN=${AWS_BIN:-/usr/bin/aws}
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-180}
 
 # Isolate every client from the developer's own AWS/Tigris configuration.
-unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN AWS_SECURITY_TOKEN \
-  AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_ENDPOINT_URL_IAM AWS_ACCESS_KEY_ID \
-  AWS_SECRET_ACCESS_KEY AWS_CA_BUNDLE AWS_ROLE_ARN AWS_WEB_IDENTITY_TOKEN_FILE \
+unset AWS_SECURITY_TOKEN AWS_CA_BUNDLE AWS_ROLE_ARN AWS_WEB_IDENTITY_TOKEN_FILE \
   TIGRIS_STORAGE_ACCESS_KEY_ID TIGRIS_STORAGE_SECRET_ACCESS_KEY TIGRIS_STORAGE_ENDPOINT \
   TIGRIS_IAM_ENDPOINT TIGRIS_STORAGE_BUCKET TIGRIS_SESSION_TOKEN TIGRIS_ORGANIZATION_ID \
-  TFORK_ROOT_ACCESS_KEY TFORK_ROOT_SECRET_KEY TFORK_OUTPUT HTTP_PROXY HTTPS_PROXY \
-  http_proxy https_proxy ALL_PROXY all_proxy || true
-export NO_PROXY='127.0.0.1,localhost' no_proxy='127.0.0.1,localhost'
-mkdir -p "$WORK/aws" "$WORK/home"
+  TFORK_OUTPUT || true
+mkdir -p "$WORK/aws"
 export AWS_CONFIG_FILE="$WORK/aws/config"
 export AWS_SHARED_CREDENTIALS_FILE="$WORK/aws/credentials"
 : >"$AWS_SHARED_CREDENTIALS_FILE"
-cat >"$AWS_CONFIG_FILE" <<'EOF'
+cat >"$AWS_CONFIG_FILE" <<'EOF_CONFIG'
 [default]
 region = auto
 s3 =
@@ -116,84 +44,9 @@ s3 =
   multipart_threshold = 5MB
   multipart_chunksize = 5MB
   max_concurrent_requests = 4
-EOF
+EOF_CONFIG
 export AWS_DEFAULT_REGION=auto AWS_REGION=auto
-export AWS_EC2_METADATA_DISABLED=true AWS_PAGER="" AWS_MAX_ATTEMPTS=1
-export AWS_RETRY_MODE=standard
-
-# --- the server ----------------------------------------------------------------------
-
-start_server() { # start_server [extra serve args...]
-  require_tfork
-  mkdir -p "$WORK/data"
-  "$TFORK" serve --data "$WORK/data" --listen 127.0.0.1:0 "$@" \
-    >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
-  SERVER_PID=$!
-  local deadline=$((SECONDS + SERVER_START_TIMEOUT))
-  while :; do
-    if grep -q '^export AWS_ENDPOINT_URL=' "$WORK/serve.out" 2>/dev/null &&
-      grep -q '^export AWS_ACCESS_KEY_ID=' "$WORK/serve.out" 2>/dev/null &&
-      grep -q '^export AWS_SECRET_ACCESS_KEY=' "$WORK/serve.out" 2>/dev/null; then
-      break
-    fi
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      wait "$SERVER_PID" 2>/dev/null && rc=0 || rc=$?
-      SERVER_PID=""
-      cat "$WORK/serve.out" >&2 || true
-      fail "'tfork serve' exited (status $rc) before printing its export lines"
-    fi
-    ((SECONDS < deadline)) ||
-      fail "'tfork serve' printed no export lines within ${SERVER_START_TIMEOUT}s (stdout: $(head -c 500 "$WORK/serve.out"))"
-    sleep 0.1
-  done
-  # Only the `export NAME=value` lines, exactly as a user would eval them.
-  eval "$(grep -E '^export [A-Za-z_][A-Za-z0-9_]*=' "$WORK/serve.out")"
-  ENDPOINT=$AWS_ENDPOINT_URL
-  ROOT_AK=$AWS_ACCESS_KEY_ID
-  ROOT_SK=$AWS_SECRET_ACCESS_KEY
-  [[ "$ENDPOINT" =~ ^http://127\.0\.0\.1:[0-9]+$ ]] ||
-    fail "unexpected AWS_ENDPOINT_URL printed by serve: [$ENDPOINT]"
-  [[ "${AWS_REGION:-}" == auto ]] || fail "serve printed AWS_REGION=[${AWS_REGION:-}] instead of auto"
-  export AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
-  export AWS_DEFAULT_REGION=auto
-  step "server pid $SERVER_PID at $ENDPOINT"
-}
-
-# stop_server: SIGTERM and expect a clean exit 0 within 10 s (cli.md §8).
-stop_server() {
-  [[ -n "$SERVER_PID" ]] || return 0
-  local pid=$SERVER_PID rc=0 i
-  SERVER_PID=""
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    fail "'tfork serve' did not exit within 10 s of SIGTERM"
-  fi
-  wait "$pid" 2>/dev/null || rc=$?
-  [[ $rc == 0 ]] || fail "'tfork serve' exited with status $rc after SIGTERM (expected 0)"
-}
-
-stop_server_quietly() {
-  [[ -n "${SERVER_PID:-}" ]] || return 0
-  local pid=$SERVER_PID i
-  SERVER_PID=""
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
-
-server_alive() {
-  [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null
-}
+export AWS_EC2_METADATA_DISABLED=true AWS_PAGER="" AWS_MAX_ATTEMPTS=1 AWS_RETRY_MODE=standard
 
 # --- clients -------------------------------------------------------------------------
 
@@ -251,4 +104,23 @@ run_node() {
   shift
   (cd "$WORK" && NODE_PATH="$NODE_DIR/node_modules" timeout "$CLIENT_TIMEOUT" \
     node "$NODE_DIR/$script" "$@")
+}
+
+
+md5_of() { md5sum "$1" | cut -d' ' -f1; }
+
+# multipart_etag FILE PART_SIZE: the S3 multipart ETag (md5 of the parts' binary md5s, -N).
+multipart_etag() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import hashlib, sys
+path, size = sys.argv[1], int(sys.argv[2])
+digests = []
+with open(path, "rb") as f:
+    while True:
+        chunk = f.read(size)
+        if not chunk:
+            break
+        digests.append(hashlib.md5(chunk).digest())
+print(f'"{hashlib.md5(b"".join(digests)).hexdigest()}-{len(digests)}"')
+PY
 }

@@ -3,16 +3,16 @@
 // query auth, clock skew, and the payload modes of x-amz-content-sha256. The signature maths
 // is tfork::sigv4's; this file decides what to feed it from a received request.
 
+#include "tfork/server/errors.hpp"
+#include "tfork/server/http_types.hpp"
+#include "tfork/server/principal.hpp"
+#include "tfork/server/target.hpp"
+
 #include <chrono>
 #include <expected>
 #include <functional>
 #include <optional>
 #include <string>
-
-#include "tfork/server/errors.hpp"
-#include "tfork/server/http_types.hpp"
-#include "tfork/server/principal.hpp"
-#include "tfork/server/target.hpp"
 
 namespace tfork::server {
 
@@ -30,10 +30,10 @@ inline constexpr std::chrono::seconds k_max_presign_expiry{604800};
 
 // How the body is framed and protected, from x-amz-content-sha256.
 enum class PayloadMode {
-  sha256,                   // a hex SHA-256 of the body, checked after the read
-  unsigned_payload,         // UNSIGNED-PAYLOAD (and presigned URLs)
-  streaming_signed,         // STREAMING-AWS4-HMAC-SHA256-PAYLOAD: aws-chunked, chunk signatures
-  streaming_signed_trailer, // STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER
+  sha256,                      // a hex SHA-256 of the body, checked after the read
+  unsigned_payload,            // UNSIGNED-PAYLOAD (and presigned URLs)
+  streaming_signed,            // STREAMING-AWS4-HMAC-SHA256-PAYLOAD: aws-chunked, chunk signatures
+  streaming_signed_trailer,    // STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER
   streaming_unsigned_trailer,  // STREAMING-UNSIGNED-PAYLOAD-TRAILER: aws-chunked + trailer
 };
 

@@ -3,14 +3,14 @@
 // message). Choices Tigris has not confirmed (tigris-wire.md §9) live in this table and
 // nowhere else, so they are easy to change when the real answers are known.
 
+#include "tfork/server/http_types.hpp"
+#include "tfork/store/store.hpp"
+
 #include <array>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "tfork/server/http_types.hpp"
-#include "tfork/store/store.hpp"
 
 namespace tfork::server {
 
@@ -132,8 +132,7 @@ inline constexpr std::array k_error_table = {
               "Your proposed upload exceeds the maximum allowed size"},
     ErrorSpec{Err::no_such_bucket, 404, "NoSuchBucket", "The specified bucket does not exist"},
     ErrorSpec{Err::no_such_key, 404, "NoSuchKey", "The specified key does not exist."},
-    ErrorSpec{Err::no_such_version, 404, "NoSuchVersion",
-              "The specified version does not exist."},
+    ErrorSpec{Err::no_such_version, 404, "NoSuchVersion", "The specified version does not exist."},
     ErrorSpec{Err::no_such_upload, 404, "NoSuchUpload",
               "The specified multipart upload does not exist."},
     // UNCONFIRMED (tigris-wire §9: "deleting an unknown snapshot version [404 or 400]").
@@ -184,9 +183,9 @@ Err from_store(store::StoreErrc code);
 // An error on its way to the client.
 struct S3Error {
   Err id = Err::internal_error;
-  std::string message;  // empty: the table's default
-  std::string bucket;   // <BucketName>, when relevant
-  std::string key;      // <Key>, when relevant
+  std::string message;          // empty: the table's default
+  std::string bucket;           // <BucketName>, when relevant
+  std::string key;              // <Key>, when relevant
   std::vector<Header> headers;  // extra response headers (e.g. Content-Range on 416)
 
   int status() const { return spec(id).status; }

@@ -3,12 +3,12 @@
 // over a Store. No sockets, no global state; tests and the fault injection of the socket
 // layer wrap it.
 
+#include "tfork/server/http_types.hpp"
+#include "tfork/store/store.hpp"
+
 #include <chrono>
 #include <functional>
 #include <string>
-
-#include "tfork/server/http_types.hpp"
-#include "tfork/store/store.hpp"
 
 namespace tfork::server {
 

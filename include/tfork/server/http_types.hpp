@@ -22,10 +22,10 @@ bool iequals(std::string_view a, std::string_view b);
 const std::string* find_header(const std::vector<Header>& headers, std::string_view name);
 
 struct Request {
-  std::string method;            // "GET", "HEAD", ...
-  std::string target;            // raw request target, e.g. "/b/a%2Fb?list-type=2"
-  std::vector<Header> headers;   // as received (names in any case)
-  std::string body;              // after HTTP framing (chunked transfer coding) is removed
+  std::string method;           // "GET", "HEAD", ...
+  std::string target;           // raw request target, e.g. "/b/a%2Fb?list-type=2"
+  std::vector<Header> headers;  // as received (names in any case)
+  std::string body;             // after HTTP framing (chunked transfer coding) is removed
 
   const std::string* header(std::string_view name) const { return find_header(headers, name); }
   std::string header_or(std::string_view name, std::string_view fallback = {}) const;

@@ -3,19 +3,19 @@
 // into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).
 // Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
 
-#include <chrono>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/payload.hpp"
 #include "tfork/server/principal.hpp"
 #include "tfork/server/target.hpp"
 #include "tfork/store/store.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace tfork::server {
 
@@ -24,7 +24,7 @@ struct Context {
   const Target& target;
   store::Store& store;
   Principal principal;
-  DecodedBody body;          // de-framed and verified
+  DecodedBody body;           // de-framed and verified
   store::Metadata checksums;  // verified x-amz-checksum-* values of the body
   std::chrono::system_clock::time_point now;
 
@@ -36,7 +36,8 @@ struct Context {
 // Unwraps a store result or throws the mapped S3 error (naming the bucket and key).
 template <class T>
 T check(store::Result<T> result, std::string_view bucket = {}, std::string_view key = {}) {
-  if (!result) throw S3Exception(store_error(result.error(), std::string(bucket), std::string(key)));
+  if (!result)
+    throw S3Exception(store_error(result.error(), std::string(bucket), std::string(key)));
   if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
@@ -54,7 +55,7 @@ Response json_response(int status, std::string body);
 Response list_buckets(Context& context);
 Response create_bucket(Context& context);  // plain, snapshot-enabled, snapshot, fork
 Response head_bucket(Context& context);
-Response delete_bucket(Context& context);  // bucket (plain/force) or one snapshot
+Response delete_bucket(Context& context);    // bucket (plain/force) or one snapshot
 Response bucket_metadata(Context& context);  // GET /<b>?metadata (JSON)
 Response patch_bucket(Context& context);     // PATCH /<b> {"type":0|1}
 Response bucket_location(Context& context);
@@ -66,9 +67,18 @@ Response list_objects(Context& context, int version);
 // ---- objects (object_ops.cpp)
 Response put_object(Context& context);
 Response get_object(Context& context);  // GET and HEAD
+Response get_object_tagging(Context& context);
 Response delete_object(Context& context);
 Response delete_objects(Context& context);
 Response copy_object(Context& context);
+
+// x-amz-copy-source of CopyObject and UploadPartCopy.
+struct CopySource {
+  std::string bucket;
+  std::string key;
+  std::optional<store::Seq> version;
+};
+CopySource parse_copy_source(const Context& context);
 
 // ---- multipart (multipart_ops.cpp)
 Response create_multipart_upload(Context& context);
@@ -85,7 +95,7 @@ Response iam_dispatch(Context& context);
 
 // Validation shared by the operations.
 inline constexpr std::size_t k_max_key_bytes = 1024;
-void check_key(const Context& context);  // 400 KeyTooLongError
+void check_key(const Context& context);         // 400 KeyTooLongError
 bool valid_bucket_name(std::string_view name);  // tigris-wire §2.1 rules
 
 }  // namespace tfork::server

@@ -3,20 +3,20 @@
 // signatures (AWS sigv4-streaming), the x-amz-content-sha256 check, and the integrity
 // headers and trailers (Content-MD5, x-amz-checksum-*) of server-design.md §5.1, §5.4, §6.6.
 
-#include <expected>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include "tfork/server/auth.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/store/store.hpp"
 
+#include <expected>
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace tfork::server {
 
 struct ChunkSigning {
-  std::string signing_key;     // raw bytes
+  std::string signing_key;  // raw bytes
   std::string amz_date;
   std::string scope;
   std::string seed_signature;  // hex; each chunk's signature chains from the previous one

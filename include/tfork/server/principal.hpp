@@ -2,11 +2,11 @@
 // Who is asking, and what they may do (server-design.md §6.9, tigris-wire.md §2.3, §3.1).
 // The permission model lives here and nowhere else.
 
+#include "tfork/store/store.hpp"
+
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "tfork/store/store.hpp"
 
 namespace tfork::server {
 

@@ -2,12 +2,12 @@
 // Timestamps in the shapes S3 and Tigris put on the wire. Store sequence numbers are Unix
 // nanoseconds (server-design.md §6.2), so every formatter takes one.
 
+#include "tfork/store/store.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include "tfork/store/store.hpp"
 
 namespace tfork::server {
 

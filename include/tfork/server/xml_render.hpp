@@ -2,6 +2,9 @@
 // S3 XML documents (server-design.md §5.4–5.6), rendered with pugixml. Renderers take plain
 // data and return the document text with an XML declaration.
 
+#include "tfork/server/errors.hpp"
+#include "tfork/store/store.hpp"
+
 #include <pugixml.hpp>
 
 #include <optional>
@@ -9,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "tfork/server/errors.hpp"
-#include "tfork/store/store.hpp"
-
 namespace tfork::server {
 
 inline constexpr const char* k_s3_namespace = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+// An ETag as S3 sends it, in double quotes (server-design §5.4).
+std::string quote_etag(std::string_view etag);
 
 // Appends <name>value</name> to `parent`.
 pugi::xml_node add_text(pugi::xml_node parent, const char* name, std::string_view value);

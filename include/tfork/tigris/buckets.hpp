@@ -59,11 +59,17 @@ struct SnapshotPage {
 };
 std::expected<SnapshotPage, std::string> parse_snapshot_list(const http::Response& response);
 
+struct ForkParent {
+  std::string bucket;        // Parents[i].BucketName
+  std::string snapshot;      // Parents[i].Snapshot ("" when absent)
+  std::string fork_created;  // Parents[i].ForkCreatedAt ("" when absent)
+};
 struct ForkEntry {
   std::string bucket;
   std::optional<std::string> source;    // ForkInfo.Parents[0].BucketName
   std::optional<std::string> snapshot;  // ForkInfo.Parents[0].Snapshot
   std::string created;
+  std::vector<ForkParent> parents;  // every ForkInfo.Parents[] entry, in order
 };
 struct ForkPage {
   std::vector<ForkEntry> buckets;
@@ -71,5 +77,20 @@ struct ForkPage {
   bool has_fork_info = false;  // false: the server ignored X-Tigris-Fork (tigris-wire §2.8c)
 };
 std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response& response);
+
+// ---- workflows of several requests
+
+// A fork of `source` as found by find_forks: the entry and the matching parent's snapshot.
+struct FoundFork {
+  std::string bucket;
+  std::string snapshot;  // "" when the listing does not say
+  std::string created;   // as the server sent it; "" when absent
+};
+// Every fork of `source` (tigris-wire.md §2.8c): the X-Tigris-Fork listing, all pages, keeping
+// entries whose ForkInfo names `source` as a parent. When that listing carries no ForkInfo at
+// all (a gateway before 1.320.0 ignores the header or omits ForkInfo), falls back to paging the
+// full listing with IncludeForkInfo=true and filtering on Parents[].BucketName == source, as
+// the JS SDK's _legacy.ts does. Throws TforkError on a failed request or an unreadable page.
+std::vector<FoundFork> find_forks(Client& client, std::string_view source);
 
 }  // namespace tfork::tigris

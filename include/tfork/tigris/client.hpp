@@ -66,7 +66,9 @@ Error error_from_response(const http::Response& response, std::string_view opera
 Error error_from_transport(const http::TransportError& error, std::string_view operation);
 // Either of the above for a result that is not a 2xx response; nullopt for 2xx.
 std::optional<Error> error_from_result(const http::Result& result, std::string_view operation);
-// The 2xx response, or throws TforkError with the error above.
+// The 2xx response, or throws TforkError with the error above. A temporary result gives its
+// response by value, so `expect_success(client.send(op), ...)` never dangles.
 const http::Response& expect_success(const http::Result& result, std::string_view operation);
+http::Response expect_success(http::Result&& result, std::string_view operation);
 
 }  // namespace tfork::tigris

@@ -1,0 +1,31 @@
+#pragma once
+// Pieces of the object operations that tests check on their own: Range parsing (S3 rules,
+// not cpp-httplib's), user metadata, and mapping a byte range onto an object's blob files.
+
+#include "tfork/server/http_types.hpp"
+#include "tfork/store/store.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfork::server {
+
+struct ByteRange {
+  std::int64_t start = 0;
+  std::int64_t length = 0;
+  bool unsatisfiable = false;  // 416 InvalidRange
+};
+
+// nullopt: no usable single range (several ranges or bad syntax): send the whole object.
+std::optional<ByteRange> parse_range(std::string_view header, std::int64_t size);
+
+store::Metadata user_metadata(const Request& request);  // x-amz-meta-* (names lowercased)
+std::string content_type_of(const Request& request);    // default binary/octet-stream
+
+std::vector<FileSegment> segments_for(const store::Store& store, const store::ObjectInfo& info,
+                                      std::int64_t start, std::int64_t length);
+
+}  // namespace tfork::server

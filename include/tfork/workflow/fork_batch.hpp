@@ -1,0 +1,69 @@
+#pragma once
+// `fork create` (cli.md §4): one snapshot, N forks from it in parallel, N scoped keys in
+// parallel, a manifest that is consistent at every kill point, and rollback on failure.
+// Round trips: snapshot (1) + forks (1) + keys (1); a HeadBucket batch is added only when
+// some create answered 409 and --exist-ok or a retry makes that answer interesting.
+
+#include "tfork/iam/access_keys.hpp"
+#include "tfork/tigris/client.hpp"
+#include "tfork/workflow/manifest.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfork::workflow {
+
+struct ForkCreatePlan {
+  std::string source;
+  std::vector<std::string> names;            // the forks, in order
+  std::string snapshot;                      // --snapshot; "" takes one first
+  std::optional<std::string> snapshot_name;  // the name of the snapshot taken (when taking one)
+  std::optional<iam::Role> role = iam::Role::editor;  // nullopt: --keys none
+  std::optional<std::filesystem::path> manifest_path;
+  bool keep_partial = false;
+  bool exist_ok = false;
+  std::size_t concurrency = 32;
+  bool progress = false;
+};
+
+// What the user asked for, before any validation.
+struct ForkCreateRequest {
+  std::string source;
+  std::vector<std::string> names;  // explicit names (SOURCE NAME...)
+  int count = 0;                   // -n N (0: not given)
+  std::string prefix;              // --prefix ("" : <source>-fork-<unix-ms>)
+  std::string snapshot;
+  std::optional<std::string> snapshot_name;
+  std::string keys = "editor";  // editor | readonly | none
+  std::optional<std::filesystem::path> manifest_path;
+  bool keep_partial = false;
+  bool exist_ok = false;
+  bool overwrite_manifest = false;  // -y: replace an existing, non-empty manifest file
+  int concurrency = 32;
+};
+
+// Checks everything that can be checked without a request and builds the plan; throws
+// TforkError(usage) with a one-line message naming the bad value and why (cli.md §4.6).
+// `now_ms` is the clock for the default prefix.
+ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t now_ms);
+
+// The requests the plan sends, for --dry-run (the forks name a placeholder version when the
+// snapshot is still to be taken; key requests use fresh request ids).
+std::vector<tigris::Operation> fork_create_operations(const ForkCreatePlan& plan);
+
+struct ForkCreateOutcome {
+  Manifest manifest;           // every fork with its own status
+  std::optional<Error> error;  // the failure that decided the exit code, when not 0
+  int exit_code = 0;           // 0, 7 (--keep-partial with failures), 130, or the error's code
+};
+
+// Runs the plan. Never throws for service or network failures (they end up in the outcome);
+// throws TforkError for a manifest that cannot be written.
+ForkCreateOutcome run_fork_create(tigris::Client& client, const ForkCreatePlan& plan,
+                                  const std::atomic<bool>& interrupted);
+
+}  // namespace tfork::workflow

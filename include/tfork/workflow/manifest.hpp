@@ -1,0 +1,78 @@
+#pragma once
+// The fork-set manifest (cli.md §4): the JSON document `fork create` prints, and the file it
+// keeps up to date while it runs so that `teardown --manifest` can always finish the job.
+// It holds secrets, so the file is written with mode 0600, atomically (temp file in the same
+// directory + rename), and is always a superset of what exists: a fork is recorded as
+// `pending` before its request is sent.
+
+#include "tfork/core/error.hpp"
+#include "tfork/iam/access_keys.hpp"
+#include "tfork/output/render.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfork::workflow {
+
+enum class ForkStatus {
+  pending,      // requested (or about to be); the run stopped before the answer: may exist
+  created,      // created by this run
+  exists,       // adopted with --exist-ok: it existed as a fork of the same source
+  failed,       // not created (see `error`)
+  rolled_back,  // created by this run, then deleted after another item failed
+};
+std::string_view status_name(ForkStatus status);
+std::optional<ForkStatus> parse_fork_status(std::string_view text);
+
+struct ManifestFork {
+  std::string bucket;
+  ForkStatus status = ForkStatus::pending;
+  std::string access_key_id;      // "" when there is no key (yet)
+  std::string secret_access_key;  // "" when there is no key (yet)
+  std::optional<iam::Role> role;  // nullopt with --keys none
+  std::optional<Error> error;     // why the fork or its key failed
+
+  // A key was asked for but its id is not recorded (the run stopped while the request was in
+  // flight): a key named `<bucket>-key` may exist, and teardown looks for it.
+  bool key_may_be_unrecorded() const {
+    return role && access_key_id.empty() && !error &&
+           (status == ForkStatus::pending || status == ForkStatus::created ||
+            status == ForkStatus::exists);
+  }
+  // Teardown's view: may this run have left this bucket behind?
+  bool may_exist() const;
+};
+
+struct Manifest {
+  std::string source;
+  std::string snapshot;  // "" until the snapshot is known
+  std::string endpoint;
+  std::string iam_endpoint;
+  std::vector<ManifestFork> forks;
+};
+
+// The key each fork's access key is created under (cli.md §4.3).
+std::string key_name_for(std::string_view bucket);
+
+// `{"code", "message", "http_status"}` (cli.md §6).
+output::Json item_error_json(const Error& error);
+Error item_error_from_json(const output::Json& json);
+
+output::Json to_json(const Manifest& manifest);
+// Throws TforkError(usage) naming what is wrong when the document is not a manifest.
+Manifest manifest_from_json(const output::Json& json);
+
+// The table for people: never a secret (bucket, status, key id, role, error).
+std::string to_table(const Manifest& manifest);
+
+// Writes the manifest atomically with mode 0600. `durable` adds fsync of the file and its
+// directory (the final write of a run); intermediate writes only need to survive the process
+// being killed, which rename alone guarantees. Throws TforkError(other) on I/O errors.
+void write_manifest(const std::filesystem::path& path, const Manifest& manifest, bool durable);
+// Throws TforkError(usage) when the file is missing, unreadable or not a manifest.
+Manifest read_manifest(const std::filesystem::path& path);
+
+}  // namespace tfork::workflow

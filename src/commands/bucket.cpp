@@ -1,0 +1,306 @@
+// tfork bucket create | rm (cli.md §2, §6; tigris-wire.md §2.1, §2.7, §2.10).
+#include "tfork/cli/command.hpp"
+#include "tfork/cli/context.hpp"
+#include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
+#include "tfork/tigris/buckets.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfork::commands {
+namespace {
+
+// ---- shared by both subcommands
+
+output::Json item_error_json(const Error& error) {
+  return output::Json{
+      {"code", error.code},
+      {"message", error.message},
+      {"http_status", error.http_status ? output::Json(error.http_status) : output::Json()}};
+}
+
+void check_bucket_names(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (auto problem = tigris::bucket_name_problem(name))
+      cli::Context::usage_error("invalid bucket name '" + name + "': " + *problem);
+  }
+}
+
+// ---- bucket create
+
+struct CreateOptions {
+  std::string name;
+  bool snapshots = false;
+  bool exist_ok = false;
+};
+
+struct CreateResult {
+  std::string bucket;
+  bool created = false;
+  bool snapshots_enabled = false;
+};
+
+bool is_already_exists(const Error& error) {
+  return error.code == "BucketAlreadyOwnedByYou" || error.code == "BucketAlreadyExists";
+}
+
+CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options) {
+  const auto operation = tigris::create_bucket(options.name, options.snapshots);
+  const auto result = client.send(operation);
+  auto error = tigris::error_from_result(result, operation.name);
+  if (!error) return {options.name, true, options.snapshots};
+
+  // cli.md §7: a create retried after an ambiguous failure (the first attempt may have
+  // succeeded) counts "already yours" as success.
+  if (error->code == "BucketAlreadyOwnedByYou" && result && result->attempts > 1)
+    return {options.name, true, options.snapshots};
+
+  if (options.exist_ok && is_already_exists(*error)) {
+    // Someone else's bucket answers HeadBucket with 403/404: then the 409 stands. Ours
+    // answers 200, with the snapshot setting to report (tigris-wire.md §2.7).
+    const auto head = client.send(tigris::head_bucket(options.name));
+    if (!tigris::error_from_result(head, "HeadBucket")) {
+      const auto info = tigris::parse_head_bucket(*head);
+      if (options.snapshots && !info.snapshots_enabled) {
+        spdlog::warn("bucket '{}' already exists without snapshots enabled", options.name);
+      }
+      return {options.name, false, info.snapshots_enabled};
+    }
+  }
+  throw TforkError(std::move(*error));
+}
+
+output::Json to_json(const CreateResult& result) {
+  return output::Json{{"bucket", result.bucket},
+                      {"created", result.created},
+                      {"snapshots_enabled", result.snapshots_enabled}};
+}
+
+std::string to_table(const CreateResult& result) {
+  return fmt::format("{} bucket {} (snapshots {})\n",
+                     result.created ? "Created" : "Already exists:", result.bucket,
+                     result.snapshots_enabled ? "enabled" : "disabled");
+}
+
+// ---- bucket rm
+
+struct RemoveOptions {
+  std::vector<std::string> names;
+  bool force = false;
+};
+
+struct RemoveItem {
+  std::string bucket;
+  std::string status;  // "deleted" | "already-gone" | "failed"
+  std::optional<Error> error;
+};
+
+struct RemoveResult {
+  std::vector<RemoveItem> buckets;
+};
+
+bool is_gone(const Error& error) {
+  return error.kind == ErrorKind::not_found;
+}
+
+// A refused delete of a fork parent names its forks when the listing can (cli.md §2).
+void name_forks(tigris::Client& client, const std::string& bucket, Error& error) {
+  std::vector<tigris::FoundFork> forks;
+  try {
+    forks = tigris::find_forks(client, bucket);
+  } catch (const TforkError& failure) {
+    spdlog::debug("could not list the forks of '{}': {}", bucket, failure.what());
+    return;
+  }
+  if (forks.empty()) return;
+  std::string names;
+  for (const auto& fork : forks)
+    names += (names.empty() ? "" : ", ") + fork.bucket;
+  error.kind = ErrorKind::conflict;
+  error.code = "BucketHasForks";
+  error.message =
+      fmt::format("bucket '{}' has {} fork{} ({}); delete the forks first (e.g. tfork teardown {})",
+                  bucket, forks.size(), forks.size() == 1 ? "" : "s", names, forks.front().bucket);
+}
+
+// The buckets are deleted in parallel, each with its own status, in input order (style.md
+// §6). With --force, a HeadBucket first makes sure no fork parent is ever force-deleted, even
+// by a server that would allow it (cli.md §2: force never overrides "has forks").
+RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
+                           std::size_t concurrency) {
+  RemoveResult result;
+  for (const auto& name : options.names)
+    result.buckets.push_back({name, "", std::nullopt});
+
+  std::vector<std::size_t> to_delete;
+  if (options.force) {
+    std::vector<tigris::Operation> heads;
+    for (const auto& name : options.names)
+      heads.push_back(tigris::head_bucket(name));
+    const auto answers = client.send_all(heads, concurrency);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      auto& item = result.buckets[i];
+      if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
+        if (is_gone(*error)) {
+          item.status = "already-gone";
+        } else {
+          item.status = "failed";
+          item.error = std::move(*error);
+        }
+      } else if (tigris::parse_head_bucket(*answers[i]).is_fork_parent) {
+        item.status = "failed";
+        item.error = Error{ErrorKind::conflict,
+                           "BucketHasForks",
+                           "bucket '" + item.bucket + "' has forks; delete the forks first",
+                           409,
+                           {}};
+      } else {
+        to_delete.push_back(i);
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < options.names.size(); ++i)
+      to_delete.push_back(i);
+  }
+
+  std::vector<tigris::Operation> deletes;
+  for (auto i : to_delete)
+    deletes.push_back(tigris::delete_bucket(options.names[i], options.force));
+  const auto answers = client.send_all(deletes, concurrency);
+  for (std::size_t j = 0; j < answers.size(); ++j) {
+    auto& item = result.buckets[to_delete[j]];
+    if (auto error = tigris::error_from_result(answers[j], "DeleteBucket")) {
+      if (is_gone(*error)) {
+        item.status = "already-gone";
+      } else {
+        item.status = "failed";
+        item.error = std::move(*error);
+      }
+    } else {
+      item.status = "deleted";
+    }
+  }
+
+  // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
+  // that does not tell the two apart); the listing runs for those alone.
+  for (auto& item : result.buckets) {
+    if (item.error && item.error->kind == ErrorKind::conflict)
+      name_forks(client, item.bucket, *item.error);
+  }
+  return result;
+}
+
+output::Json to_json(const RemoveResult& result) {
+  output::Json buckets = output::Json::array();
+  for (const auto& item : result.buckets) {
+    output::Json entry{{"bucket", item.bucket}, {"status", item.status}};
+    if (item.error) entry["error"] = item_error_json(*item.error);
+    buckets.push_back(std::move(entry));
+  }
+  return output::Json{{"buckets", std::move(buckets)}};
+}
+
+std::string to_table(const RemoveResult& result) {
+  output::Table table({"BUCKET", "STATUS", "ERROR"});
+  for (const auto& item : result.buckets) {
+    table.row({item.bucket, item.status,
+               item.error ? item.error->message + " (" + item.error->code + ")" : ""});
+  }
+  return table.render();
+}
+
+// The exit rule of every batch command here: all items ok → 0; every failed item shares one
+// error kind and nothing succeeded → that kind's exit code (so one bucket reports its own
+// error: 2, 3, 5, 6, ...); anything else → 7 (partial).
+void fail_if_any_failed(const RemoveResult& result) {
+  std::vector<const Error*> failures;
+  for (const auto& item : result.buckets)
+    if (item.error) failures.push_back(&*item.error);
+  if (failures.empty()) return;
+  const bool one_kind = std::ranges::all_of(
+      failures, [&](const Error* error) { return error->kind == failures.front()->kind; });
+  if (one_kind && failures.size() == result.buckets.size()) {
+    if (failures.size() == 1) throw TforkError(*failures.front());
+    Error error = *failures.front();
+    error.message = fmt::format("{} buckets could not be deleted; the first: {}", failures.size(),
+                                error.message);
+    throw TforkError(std::move(error));
+  }
+  throw TforkError(
+      ErrorKind::partial, "PartialFailure",
+      fmt::format("{} of {} buckets could not be deleted", failures.size(), result.buckets.size()));
+}
+
+// ---- registration
+
+void register_bucket(CLI::App& root, cli::Context& context) {
+  auto* bucket = root.add_subcommand("bucket", "Create and delete buckets");
+  bucket->require_subcommand(1);
+
+  auto create_options = std::make_shared<CreateOptions>();
+  auto* create = bucket->add_subcommand("create", "Create a bucket (CreateBucket)");
+  create->footer(
+      "Exit 6 when the bucket exists, unless --exist-ok; 64 for an invalid name (nothing is\n"
+      "sent)." +
+      std::string("\n\n") + create->get_footer());
+  create->add_option("NAME", create_options->name, "Bucket name (3-63 characters: a-z 0-9 . -)")
+      ->required();
+  create->add_flag("--snapshots", create_options->snapshots,
+                   "Enable snapshots and forks (X-Tigris-Enable-Snapshot: true)");
+  create->add_flag("--exist-ok", create_options->exist_ok,
+                   "An existing bucket you own is success, reported as \"created\": false");
+  create->callback([&context, create_options] {
+    check_bucket_names({create_options->name});
+    if (context.options.dry_run) {
+      const tigris::Operation ops[] = {
+          tigris::create_bucket(create_options->name, create_options->snapshots)};
+      context.emit_dry_run(ops);
+      return;
+    }
+    const auto result = run_bucket_create(context.client(), *create_options);
+    context.emit(to_json(result), to_table(result));
+  });
+
+  auto rm_options = std::make_shared<RemoveOptions>();
+  auto* rm = bucket->add_subcommand("rm", "Delete buckets, in parallel (DeleteBucket)");
+  rm->footer(
+      "Each bucket is reported as deleted, already-gone or failed; a bucket that has forks is\n"
+      "refused, naming its forks. Exit 0 when every bucket is deleted or already gone; when\n"
+      "one bucket failed, or all failed for one reason, that error's exit code; otherwise 7." +
+      std::string("\n\n") + rm->get_footer());
+  rm->add_option("NAME", rm_options->names, "Buckets to delete")->required();
+  rm->add_flag("--force", rm_options->force,
+               "Delete the contents too (Tigris-Force-Delete: true); never deletes a bucket "
+               "that has forks");
+  rm->callback([&context, rm_options] {
+    check_bucket_names(rm_options->names);
+    // A name given twice is deleted once.
+    std::vector<std::string> unique;
+    for (const auto& name : rm_options->names)
+      if (std::ranges::find(unique, name) == unique.end()) unique.push_back(name);
+    rm_options->names = std::move(unique);
+    if (context.options.dry_run) {
+      std::vector<tigris::Operation> ops;
+      for (const auto& name : rm_options->names)
+        ops.push_back(tigris::delete_bucket(name, rm_options->force));
+      context.emit_dry_run(ops);
+      return;
+    }
+    const auto result = run_bucket_rm(context.client(), *rm_options,
+                                      static_cast<std::size_t>(context.options.concurrency));
+    context.emit(to_json(result), to_table(result));
+    fail_if_any_failed(result);
+  });
+}
+
+}  // namespace
+}  // namespace tfork::commands
+
+TFORK_COMMAND("bucket", tfork::commands::register_bucket);

@@ -1,0 +1,133 @@
+// tfork fork create | env (cli.md §2, §4), and the `fork` group that also holds `fork head`
+// and `fork ls` (fork_inspect.cpp). The workflow lives in tfork/workflow; this file parses
+// options, calls it and renders.
+#include "tfork/cli/command.hpp"
+#include "tfork/cli/context.hpp"
+#include "tfork/commands/fork_inspect.hpp"
+#include "tfork/workflow/agent_env.hpp"
+#include "tfork/workflow/fork_batch.hpp"
+#include "tfork/workflow/manifest.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace tfork::commands {
+namespace {
+
+struct CreateOptions {
+  std::string source;
+  std::vector<std::string> names;
+  int count = 0;
+  std::string prefix;
+  std::string snapshot;
+  std::optional<std::string> snapshot_name;
+  std::string keys = "editor";
+  std::string manifest;
+  bool keep_partial = false;
+  bool exist_ok = false;
+};
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void run_create(const CreateOptions& options, cli::Context& context) {
+  workflow::ForkCreateRequest request;
+  request.source = options.source;
+  request.names = options.names;
+  request.count = options.count;
+  request.prefix = options.prefix;
+  request.snapshot = options.snapshot;
+  request.snapshot_name = options.snapshot_name;
+  request.keys = options.keys;
+  if (!options.manifest.empty()) request.manifest_path = options.manifest;
+  request.keep_partial = options.keep_partial;
+  request.exist_ok = options.exist_ok;
+  request.overwrite_manifest = context.options.yes;
+  request.concurrency = context.options.concurrency;
+  auto plan = workflow::plan_fork_create(request, unix_ms());
+  plan.progress = context.progress_enabled();
+
+  if (context.options.dry_run) {
+    context.emit_dry_run(workflow::fork_create_operations(plan));
+    return;
+  }
+  auto outcome = workflow::run_fork_create(context.client(), plan, cli::interrupted());
+  context.emit(workflow::to_json(outcome.manifest), workflow::to_table(outcome.manifest));
+  if (outcome.exit_code == 0) return;
+  if (outcome.exit_code == exit_code(ErrorKind::partial)) {
+    const auto failed = std::ranges::count_if(
+        outcome.manifest.forks, [](const auto& fork) { return fork.error.has_value(); });
+    spdlog::warn("{} of {} forks failed (kept the others: --keep-partial); first: {}", failed,
+                 outcome.manifest.forks.size(), outcome.error ? outcome.error->message : "");
+    context.exit_code = outcome.exit_code;
+    return;
+  }
+  throw TforkError(
+      outcome.error.value_or(Error{ErrorKind::other, "Failed", "fork create failed", 0, {}}));
+}
+
+void add_fork_create(CLI::App& fork, cli::Context& context) {
+  auto options = std::make_shared<CreateOptions>();
+  auto* command = fork.add_subcommand(
+      "create",
+      "Snapshot SOURCE once, then create N forks of it and one scoped access key per fork");
+  command->add_option("source", options->source, "The bucket to fork (snapshot-enabled)")
+      ->required();
+  command->add_option("names", options->names, "Fork names (instead of -n N)");
+  command->add_option("-n,--count", options->count, "How many forks: <prefix>-1 ... <prefix>-N")
+      ->check(CLI::Range(1, 100000));
+  command->add_option("--prefix", options->prefix,
+                      "Fork name prefix (default <source>-fork-<unix-ms>)");
+  command->add_option("--snapshot", options->snapshot,
+                      "Fork from this snapshot version instead of taking one");
+  command->add_option("--snapshot-name", options->snapshot_name,
+                      "Name of the snapshot taken (default 'tfork <prefix>')");
+  command->add_option("--keys", options->keys, "Key per fork: editor (default), readonly, none")
+      ->check(CLI::IsMember({"editor", "readonly", "none"}));
+  command->add_option("--manifest", options->manifest,
+                      "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
+                      "comes into being; refuses to replace a non-empty FILE without --yes");
+  command->add_flag("--keep-partial", options->keep_partial,
+                    "On failure keep what was created and exit 7 (default: roll back)");
+  command->add_flag("--exist-ok", options->exist_ok,
+                    "Adopt a fork that already exists as a fork of SOURCE (mints a new key)");
+  command->callback([options, &context] { run_create(*options, context); });
+}
+
+struct EnvOptions {
+  std::string manifest;
+  std::string selector;
+};
+
+void add_fork_env(CLI::App& fork, cli::Context& context) {
+  auto options = std::make_shared<EnvOptions>();
+  auto* command = fork.add_subcommand(
+      "env", "Print the environment of one agent: its fork, key and endpoints (for eval)");
+  command->add_option("--manifest", options->manifest, "The manifest of fork create")->required();
+  command->add_option("fork", options->selector, "1-based index or bucket name")->required();
+  command->callback([options, &context] {
+    const auto manifest = workflow::read_manifest(options->manifest);
+    const auto env = workflow::agent_env(manifest, options->selector);
+    context.emit(workflow::to_json(env), workflow::to_shell(env));
+  });
+}
+
+void register_fork(CLI::App& root, cli::Context& context) {
+  auto* fork = root.add_subcommand("fork", "Create, inspect and use forks of a bucket");
+  fork->require_subcommand(1);
+  add_fork_create(*fork, context);
+  add_fork_env(*fork, context);
+  add_fork_head(*fork, context);
+  add_fork_ls(*fork, context);
+}
+
+}  // namespace
+}  // namespace tfork::commands
+
+TFORK_COMMAND("fork", tfork::commands::register_fork);

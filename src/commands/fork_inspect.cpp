@@ -1,0 +1,201 @@
+// tfork fork head | ls (cli.md §2, §6; tigris-wire.md §2.7, §2.8c). Registered under the
+// `fork` group by register_fork (fork.cpp).
+#include "tfork/commands/fork_inspect.hpp"
+
+#include "tfork/cli/context.hpp"
+#include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
+#include "tfork/tigris/buckets.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfork::commands {
+namespace {
+
+void check_bucket_names(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (auto problem = tigris::bucket_name_problem(name))
+      cli::Context::usage_error("invalid bucket name '" + name + "': " + *problem);
+  }
+}
+
+output::Json optional_json(const std::optional<std::string>& value) {
+  return value ? output::Json(*value) : output::Json();
+}
+
+// ---- fork head
+
+struct HeadRow {
+  std::string bucket;
+  bool exists = false;
+  tigris::BucketHead head;  // all defaults when the bucket does not exist
+};
+
+struct HeadResult {
+  std::vector<HeadRow> buckets;
+};
+
+// One HeadBucket per bucket, in parallel; a 404 is a row with exists:false. Any other
+// failure (auth, network, ...) means the answers cannot be trusted: the first one, in input
+// order, fails the command.
+HeadResult run_fork_head(tigris::Client& client, const std::vector<std::string>& buckets,
+                         std::size_t concurrency) {
+  std::vector<tigris::Operation> operations;
+  for (const auto& bucket : buckets)
+    operations.push_back(tigris::head_bucket(bucket));
+  const auto answers = client.send_all(operations, concurrency);
+  HeadResult result;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    HeadRow row{buckets[i], false, {}};
+    if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
+      if (error->kind != ErrorKind::not_found) {
+        error->message = fmt::format("{} ({})", error->message, buckets[i]);
+        throw TforkError(std::move(*error));
+      }
+    } else {
+      row.exists = true;
+      row.head = tigris::parse_head_bucket(*answers[i]);
+    }
+    result.buckets.push_back(std::move(row));
+  }
+  return result;
+}
+
+output::Json to_json(const HeadResult& result) {
+  output::Json buckets = output::Json::array();
+  for (const auto& row : result.buckets) {
+    buckets.push_back(
+        output::Json{{"bucket", row.bucket},
+                     {"exists", row.exists},
+                     {"snapshots_enabled", row.head.snapshots_enabled},
+                     {"fork_source", optional_json(row.head.fork_source)},
+                     {"fork_source_snapshot", optional_json(row.head.fork_source_snapshot)},
+                     {"is_fork_parent", row.head.is_fork_parent}});
+  }
+  return output::Json{{"buckets", std::move(buckets)}};
+}
+
+std::string to_table(const HeadResult& result) {
+  auto yes_no = [](bool value) { return std::string(value ? "yes" : "no"); };
+  output::Table table(
+      {"BUCKET", "EXISTS", "SNAPSHOTS", "FORK_SOURCE", "FORK_SNAPSHOT", "FORK_PARENT"});
+  for (const auto& row : result.buckets) {
+    if (!row.exists) {
+      table.row({row.bucket, "no", "-", "-", "-", "-"});
+      continue;
+    }
+    table.row({row.bucket, "yes", yes_no(row.head.snapshots_enabled),
+               row.head.fork_source.value_or("-"), row.head.fork_source_snapshot.value_or("-"),
+               yes_no(row.head.is_fork_parent)});
+  }
+  return table.render();
+}
+
+// cli.md leaves it open; tfork's rule: exit 3 when any bucket does not exist (after printing
+// every row), so `tfork fork head b && …` reads as "b exists".
+void fail_if_missing(const HeadResult& result) {
+  std::vector<std::string> missing;
+  for (const auto& row : result.buckets)
+    if (!row.exists) missing.push_back(row.bucket);
+  if (missing.empty()) return;
+  std::string names;
+  for (const auto& name : missing)
+    names += (names.empty() ? "" : ", ") + name;
+  throw TforkError(Error{ErrorKind::not_found,
+                         "NoSuchBucket",
+                         missing.size() == 1 ? "bucket " + names + " does not exist"
+                                             : "buckets " + names + " do not exist",
+                         404,
+                         {}});
+}
+
+// ---- fork ls
+
+struct ListResult {
+  std::string source;
+  std::vector<tigris::FoundFork> forks;  // sorted by bucket name
+};
+
+ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
+  ListResult result{source, tigris::find_forks(client, source)};
+  std::ranges::sort(result.forks, {}, &tigris::FoundFork::bucket);
+  // An empty listing cannot tell "no forks" from a mistyped name: ask the source itself.
+  if (result.forks.empty()) {
+    if (auto error =
+            tigris::error_from_result(client.send(tigris::head_bucket(source)), "HeadBucket")) {
+      if (error->kind == ErrorKind::not_found)
+        error->message = "bucket " + source + " does not exist";
+      throw TforkError(std::move(*error));
+    }
+  }
+  return result;
+}
+
+output::Json to_json(const ListResult& result) {
+  output::Json forks = output::Json::array();
+  for (const auto& fork : result.forks) {
+    forks.push_back(output::Json{
+        {"bucket", fork.bucket},
+        {"snapshot", output::json_or_null(fork.snapshot)},
+        {"created",
+         output::json_or_null(fork.created.empty() ? std::string()
+                                                   : output::normalise_rfc3339(fork.created))}});
+  }
+  return output::Json{{"source", result.source}, {"forks", std::move(forks)}};
+}
+
+std::string to_table(const ListResult& result) {
+  output::Table table({"BUCKET", "SNAPSHOT", "CREATED"});
+  for (const auto& fork : result.forks) {
+    table.row({fork.bucket, fork.snapshot.empty() ? "-" : fork.snapshot,
+               fork.created.empty() ? "-" : output::normalise_rfc3339(fork.created)});
+  }
+  return table.render();
+}
+
+}  // namespace
+
+void add_fork_head(CLI::App& fork, cli::Context& context) {
+  auto buckets = std::make_shared<std::vector<std::string>>();
+  auto* head = fork.add_subcommand(
+      "head", "Show buckets' fork and snapshot metadata (HeadBucket, in parallel)");
+  head->footer(
+      "Reports each bucket's fork source, source snapshot and whether it is a fork parent.\n"
+      "Exit 0 when every bucket exists; 3 when any does not (its row says \"exists\": false)." +
+      std::string("\n\n") + head->get_footer());
+  head->add_option("BUCKET", *buckets, "Buckets to inspect")->required();
+  head->callback([&context, buckets] {
+    check_bucket_names(*buckets);
+    const auto result = run_fork_head(context.client(), *buckets,
+                                      static_cast<std::size_t>(context.options.concurrency));
+    context.emit(to_json(result), to_table(result));
+    fail_if_missing(result);
+  });
+}
+
+void add_fork_ls(CLI::App& fork, cli::Context& context) {
+  auto source = std::make_shared<std::string>();
+  auto* ls =
+      fork.add_subcommand("ls", "List the forks of a bucket (ListBuckets with X-Tigris-Fork)");
+  ls->footer(
+      "On a gateway that returns no fork info, falls back to the full bucket listing filtered\n"
+      "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
+      std::string("\n\n") + ls->get_footer());
+  ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
+  ls->callback([&context, source] {
+    check_bucket_names({*source});
+    const auto result = run_fork_ls(context.client(), *source);
+    context.emit(to_json(result), to_table(result));
+    if (result.forks.empty() && context.format() == output::Format::table && !context.options.quiet)
+      std::cerr << "No forks of bucket " << result.source << ".\n";
+  });
+}
+
+}  // namespace tfork::commands

@@ -1,0 +1,131 @@
+// `tfork serve` (cli.md §8): run the local Tigris-compatible store until SIGINT/SIGTERM.
+#include "tfork/server/serve.hpp"
+
+#include "tfork/cli/command.hpp"
+#include "tfork/cli/context.hpp"
+#include "tfork/core/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace tfork::commands {
+namespace {
+
+struct ServeCliOptions {
+  std::string data;
+  std::string listen = "127.0.0.1:9000";
+  std::string root_access_key;
+  std::string root_secret_key;
+  int latency_ms = 0;
+  double fail_rate = 0.0;
+  std::string durability = "normal";
+};
+
+[[noreturn]] void usage(std::string message) {
+  throw TforkError(ErrorKind::usage, "InvalidOption", std::move(message));
+}
+
+// $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
+std::filesystem::path default_data_dir() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
+    return std::filesystem::path(xdg) / "tfork" / "serve";
+  }
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) usage("--data is required when neither XDG_DATA_HOME nor HOME is set");
+  return std::filesystem::path(home) / ".local" / "share" / "tfork" / "serve";
+}
+
+// HOST:PORT, with [v6]:PORT for IPv6 literals.
+void parse_listen(const std::string& text, server::ServeOptions& options) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    usage("--listen must be HOST:PORT, e.g. 127.0.0.1:9000 (got \"" + text + "\")");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const auto port_text = text.substr(colon + 1);
+  int port = -1;
+  try {
+    std::size_t used = 0;
+    port = std::stoi(port_text, &used);
+    if (used != port_text.size()) port = -1;
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) usage("--listen port must be 0-65535 (got \"" + port_text + "\")");
+  options.host = std::move(host);
+  options.port = port;
+}
+
+server::ServeOptions to_serve_options(const ServeCliOptions& cli) {
+  server::ServeOptions options;
+  options.data_dir = cli.data.empty() ? default_data_dir() : std::filesystem::path(cli.data);
+  parse_listen(cli.listen, options);
+  if (cli.root_access_key.empty() != cli.root_secret_key.empty()) {
+    usage("--root-access-key and --root-secret-key must be given together");
+  }
+  options.root_access_key = cli.root_access_key;
+  options.root_secret_key = cli.root_secret_key;
+  if (cli.latency_ms < 0) usage("--latency must be >= 0 milliseconds");
+  options.latency_ms = cli.latency_ms;
+  if (!(cli.fail_rate >= 0.0 && cli.fail_rate <= 1.0)) usage("--fail-rate must be between 0 and 1");
+  options.fail_rate = cli.fail_rate;
+  if (cli.durability == "full")
+    options.durability = store::Durability::full;
+  else if (cli.durability == "normal")
+    options.durability = store::Durability::normal;
+  else if (cli.durability == "off")
+    options.durability = store::Durability::off;
+  else
+    usage("--durability must be full, normal or off");
+  return options;
+}
+
+int run_serve(const ServeCliOptions& cli) {
+  const auto options = to_serve_options(cli);
+  return server::run_server(
+      options, [&](int port, const std::string& access_key, const std::string& secret_key) {
+        // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
+        const auto host =
+            options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+        std::printf("export AWS_ENDPOINT_URL=http://%s:%d\n", host.c_str(), port);
+        std::printf("export AWS_ACCESS_KEY_ID=%s\n", access_key.c_str());
+        std::printf("export AWS_SECRET_ACCESS_KEY=%s\n", secret_key.c_str());
+        std::printf("export AWS_REGION=auto\n");
+        std::fflush(stdout);
+      });
+}
+
+void register_serve(CLI::App& root, cli::Context& context) {
+  auto cli = std::make_shared<ServeCliOptions>();
+  auto* command = root.add_subcommand("serve", "Run a local Tigris-compatible S3 store");
+  command->add_option("--data", cli->data,
+                      "Data directory (default $XDG_DATA_HOME/tfork/serve or "
+                      "~/.local/share/tfork/serve)");
+  command->add_option("--listen", cli->listen,
+                      "HOST:PORT to listen on; port 0 picks a free port (default 127.0.0.1:9000)");
+  command->add_option("--root-access-key", cli->root_access_key,
+                      "Root access key id (else TFORK_ROOT_ACCESS_KEY, else generated once)");
+  command->add_option("--root-secret-key", cli->root_secret_key,
+                      "Root secret key (else TFORK_ROOT_SECRET_KEY, else generated once)");
+  command->add_option("--latency", cli->latency_ms, "Delay every response by MS milliseconds")
+      ->type_name("MS");
+  command
+      ->add_option("--fail-rate", cli->fail_rate,
+                   "Answer this share of requests (0-1) with 503 SlowDown")
+      ->type_name("P");
+  command->add_option("--durability", cli->durability,
+                      "full (fsync everything), normal (survives kill -9; default) or off");
+  // run_server logs why it stopped; its code becomes the process's exit code.
+  command->callback([cli, &context] { context.exit_code = run_serve(*cli); });
+}
+
+}  // namespace
+
+TFORK_COMMAND("serve", register_serve);
+
+}  // namespace tfork::commands

@@ -1,0 +1,99 @@
+// tfork teardown (cli.md §5): from manifests, from fork names, or every fork of a source with
+// a prefix. The manifest files are left in place (a re-run reads them again and finds
+// everything already gone). The workflow lives in tfork/workflow/teardown.
+#include "tfork/workflow/teardown.hpp"
+
+#include "tfork/cli/command.hpp"
+#include "tfork/cli/context.hpp"
+#include "tfork/tigris/buckets.hpp"
+#include "tfork/workflow/manifest.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+namespace tfork::commands {
+namespace {
+
+struct TeardownOptions {
+  std::vector<std::string> manifests;
+  std::vector<std::string> forks;
+  std::string source;
+  std::string prefix;
+  bool allow_non_fork = false;
+  bool delete_snapshot = false;
+};
+
+void run(const TeardownOptions& options, cli::Context& context) {
+  const int modes = (options.manifests.empty() ? 0 : 1) + (options.forks.empty() ? 0 : 1) +
+                    (options.source.empty() ? 0 : 1);
+  if (modes != 1)
+    cli::Context::usage_error(
+        "say what to tear down: --manifest FILE..., fork names, or --source S --prefix P "
+        "(exactly one of them)");
+  if (!options.prefix.empty() && options.source.empty())
+    cli::Context::usage_error("--prefix goes with --source");
+  if (options.delete_snapshot && options.manifests.empty())
+    cli::Context::usage_error("--delete-snapshot needs --manifest (it names the snapshot)");
+
+  workflow::TeardownPlan plan;
+  if (!options.manifests.empty()) {
+    std::vector<workflow::Manifest> manifests;
+    for (const auto& path : options.manifests)
+      manifests.push_back(workflow::read_manifest(path));
+    plan = workflow::plan_from_manifests(manifests, options.delete_snapshot);
+  } else if (!options.forks.empty()) {
+    plan = workflow::plan_from_names(options.forks);
+  } else {
+    if (auto problem = tigris::bucket_name_problem(options.source))
+      cli::Context::usage_error("invalid source bucket name '" + options.source + "': " + *problem);
+    if (options.prefix.empty())
+      cli::Context::usage_error("--source needs --prefix: say which of its forks to tear down");
+    if (context.options.dry_run) {
+      // The forks to delete are only known from a listing, and a dry run sends nothing.
+      const tigris::Operation listing = tigris::list_forks(options.source);
+      context.emit_dry_run(std::span(&listing, 1));
+      return;
+    }
+    plan = workflow::plan_from_source(context.client(), options.source, options.prefix);
+  }
+  plan.allow_non_fork = options.allow_non_fork;
+  plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
+  plan.progress = context.progress_enabled();
+
+  if (context.options.dry_run) {
+    context.emit_dry_run(workflow::teardown_operations(plan));
+    return;
+  }
+  auto result = workflow::run_teardown(context.client(), plan, cli::interrupted());
+  context.emit(workflow::to_json(result), workflow::to_table(result));
+  if (result.exit_code == 0) return;
+  if (result.exit_code == exit_code(ErrorKind::partial)) {
+    spdlog::warn("{}", result.error ? result.error->message : "some forks failed");
+    context.exit_code = result.exit_code;
+    return;
+  }
+  throw TforkError(
+      result.error.value_or(Error{ErrorKind::other, "Failed", "teardown failed", 0, {}}));
+}
+
+void register_teardown(CLI::App& root, cli::Context& context) {
+  auto options = std::make_shared<TeardownOptions>();
+  auto* command = root.add_subcommand(
+      "teardown",
+      "Revoke each fork's key and delete the fork (children first); only forks are deleted");
+  command->add_option("forks", options->forks, "Fork buckets to tear down");
+  command->add_option("--manifest", options->manifests,
+                      "Manifests of fork create (left in place; a re-run is harmless)");
+  command->add_option("--source", options->source, "Tear down the forks of this bucket ...");
+  command->add_option("--prefix", options->prefix, "... whose names start with this prefix");
+  command->add_flag("--allow-non-fork", options->allow_non_fork,
+                    "Also delete named buckets that are not forks");
+  command->add_flag("--delete-snapshot", options->delete_snapshot,
+                    "Also delete the manifests' snapshots, after the forks");
+  command->callback([options, &context] { run(*options, context); });
+}
+
+}  // namespace
+}  // namespace tfork::commands
+
+TFORK_COMMAND("teardown", tfork::commands::register_teardown);

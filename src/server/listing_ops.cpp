@@ -1,0 +1,123 @@
+// ListObjectsV2 and ListObjects v1 over the store's merged listing (server-design §5.5, §6.5).
+#include "tfork/crypto/hash.hpp"
+#include "tfork/server/listing.hpp"
+#include "tfork/server/operations.hpp"
+#include "tfork/server/xml_render.hpp"
+
+namespace tfork::server {
+namespace {
+
+constexpr char k_token_version = '\x01';
+
+int max_keys(const Context& context) {
+  const auto* text = context.target.get("max-keys");
+  if (!text) return 1000;
+  const auto value = parse_seq(*text);
+  if (!value)
+    fail(Err::invalid_argument, "Provided max-keys not an integer or within integer range");
+  // S3 caps max-keys at 1000 rather than rejecting larger values.
+  return static_cast<int>(std::min<store::Seq>(*value, 1000));
+}
+
+}  // namespace
+
+std::string encode_list_token(std::string_view last, bool is_prefix) {
+  std::string raw;
+  raw.push_back(k_token_version);
+  raw.push_back(is_prefix ? 'p' : 'k');
+  raw.append(last);
+  auto text = crypto::base64_encode(raw);
+  for (auto& c : text) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  while (!text.empty() && text.back() == '=')
+    text.pop_back();
+  return text;
+}
+
+std::optional<ListToken> decode_list_token(std::string_view token) {
+  std::string text(token);
+  for (auto& c : text) {
+    if (c == '-')
+      c = '+';
+    else if (c == '_')
+      c = '/';
+    else if (c == '+' || c == '/' || c == '=')
+      return std::nullopt;
+  }
+  while (text.size() % 4 != 0)
+    text.push_back('=');
+  const auto raw = crypto::base64_decode(text);
+  if (!raw || raw->size() < 2 || (*raw)[0] != k_token_version) return std::nullopt;
+  if ((*raw)[1] != 'k' && (*raw)[1] != 'p') return std::nullopt;
+  return ListToken{raw->substr(2), (*raw)[1] == 'p'};
+}
+
+Response list_objects(Context& context, int version) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const auto param = [&](std::string_view name) { return context.target.get(name); };
+
+  ListResult result;
+  result.version = version;
+  result.bucket = bucket;
+  result.owner_id = "tfork";
+  if (const auto* value = param("prefix")) result.prefix = *value;
+  if (const auto* value = param("delimiter")) result.delimiter = *value;
+  if (const auto* value = param("encoding-type")) {
+    if (*value != "url")
+      fail(Err::invalid_argument, "Invalid Encoding Method specified in Request");
+    result.url_encoding = true;
+  }
+  result.max_keys = max_keys(context);
+
+  store::ListQuery query;
+  query.prefix = result.prefix;
+  query.delimiter = result.delimiter;
+  query.max_keys = result.max_keys;
+  query.at = snapshot_version(context);
+
+  if (version == 2) {
+    if (const auto* value = param("fetch-owner")) result.fetch_owner = *value == "true";
+    if (const auto* value = param("start-after")) {
+      result.start_after = *value;
+      query.after = *value;
+    }
+    if (const auto* token = param("continuation-token")) {
+      const auto decoded = decode_list_token(*token);
+      if (!decoded) fail(Err::invalid_token);
+      result.continuation_token = *token;
+      query.after = decoded->last;
+      query.after_is_prefix = decoded->is_prefix;
+    }
+  } else if (const auto* marker = param("marker")) {
+    result.marker = *marker;
+    query.after = *marker;
+    // A v1 marker may be a NextMarker that was a common prefix: every key under it would roll
+    // up into that same prefix, which is not after the marker, so skip the whole subtree.
+    if (!result.delimiter.empty() && marker->starts_with(result.prefix) &&
+        marker->size() > result.prefix.size() && marker->ends_with(result.delimiter) &&
+        std::string_view(*marker).substr(result.prefix.size()).find(result.delimiter) ==
+            marker->size() - result.prefix.size() - result.delimiter.size()) {
+      query.after_is_prefix = true;
+    }
+  }
+
+  if (result.max_keys == 0) {
+    check(context.store.head_bucket(bucket), bucket);  // still 404 for a missing bucket
+  } else {
+    result.page = check(context.store.list_objects(bucket, query), bucket);
+  }
+  if (result.page.truncated) {
+    if (version == 2) {
+      result.next_continuation_token =
+          encode_list_token(result.page.last, result.page.last_is_prefix);
+    } else {
+      result.next_marker = result.page.last;
+    }
+  }
+  return xml_response(200, render_list_objects(result));
+}
+
+}  // namespace tfork::server

@@ -1,0 +1,388 @@
+// Object operations (server-design §5.4, §5.6, §6.4, §6.6; tigris-wire §2.9 snapshot reads).
+#include "tfork/crypto/hash.hpp"
+#include "tfork/server/object_support.hpp"
+#include "tfork/server/operations.hpp"
+#include "tfork/server/time_format.hpp"
+#include "tfork/server/xml_render.hpp"
+
+#include <pugixml.hpp>
+
+#include <algorithm>
+
+namespace tfork::server {
+namespace {
+
+std::string_view unquote(std::string_view etag) {
+  while (!etag.empty() && etag.front() == ' ')
+    etag.remove_prefix(1);
+  while (!etag.empty() && etag.back() == ' ')
+    etag.remove_suffix(1);
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return etag;
+}
+
+// If-Match / If-None-Match lists: "*" or comma-separated (quoted) etags.
+bool etag_matches(std::string_view list, std::string_view etag) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const auto item = unquote(list.substr(0, comma));
+    if (item == "*" || item == etag) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// Conditional requests (RFC 9110 §13.2.2 order). Returns a 304 response or throws 412.
+std::optional<Response> evaluate_conditions(const Context& context, const store::ObjectInfo& info) {
+  const auto modified = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(info.seq)));
+  const auto modified_s = std::chrono::floor<std::chrono::seconds>(modified);
+  if (const auto* if_match = context.header("if-match")) {
+    if (!etag_matches(*if_match, info.etag)) fail(Err::precondition_failed);
+  } else if (const auto* since = context.header("if-unmodified-since")) {
+    if (auto time = parse_http_date(*since); time && modified_s > *time) {
+      fail(Err::precondition_failed);
+    }
+  }
+  bool not_modified = false;
+  if (const auto* if_none_match = context.header("if-none-match")) {
+    not_modified = etag_matches(*if_none_match, info.etag);
+  } else if (const auto* since = context.header("if-modified-since")) {
+    if (auto time = parse_http_date(*since); time && modified_s <= *time) not_modified = true;
+  }
+  if (!not_modified) return std::nullopt;
+  Response response;
+  response.status = 304;
+  response.set_header("ETag", quote_etag(info.etag));
+  response.set_header("Last-Modified", http_date(info.seq));
+  return response;
+}
+
+// versionId: the store resolves "newest at or before" a seq, so a version id (its seq) that
+// resolves to a different version does not exist.
+std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
+  const auto* text = context.target.get(name);
+  if (!text || text->empty() || *text == "null") return std::nullopt;
+  const auto seq = parse_seq(*text);
+  if (!seq) fail(Err::invalid_argument, "Invalid version id specified");
+  return seq;
+}
+
+void object_headers(Response& response, const Context& context, const store::ObjectInfo& info) {
+  response.set_header("ETag", quote_etag(info.etag));
+  response.set_header("Last-Modified", http_date(info.seq));
+  response.set_header("Content-Type",
+                      info.content_type.empty() ? "binary/octet-stream" : info.content_type);
+  response.set_header("Accept-Ranges", "bytes");
+  for (const auto& [name, value] : info.user_meta)
+    response.set_header("x-amz-meta-" + name, value);
+  // Stored checksums are echoed when the client asks (x-amz-checksum-mode: ENABLED), as S3.
+  if (const auto* mode = context.header("x-amz-checksum-mode"); mode && iequals(*mode, "ENABLED")) {
+    for (const auto& [algorithm, value] : info.checksums) {
+      response.set_header("x-amz-checksum-" + algorithm, value);
+    }
+  }
+  // response-* query overrides of GetObject.
+  static constexpr std::pair<std::string_view, std::string_view> k_overrides[] = {
+      {"response-content-type", "Content-Type"},
+      {"response-content-disposition", "Content-Disposition"},
+      {"response-content-encoding", "Content-Encoding"},
+      {"response-content-language", "Content-Language"},
+      {"response-cache-control", "Cache-Control"},
+      {"response-expires", "Expires"}};
+  for (const auto& [param, header] : k_overrides) {
+    if (const auto* value = context.target.get(param))
+      response.set_header(std::string(header), *value);
+  }
+}
+
+}  // namespace
+
+store::Metadata user_metadata(const Request& request) {
+  store::Metadata out;
+  constexpr std::string_view k_prefix = "x-amz-meta-";
+  for (const auto& [name, value] : request.headers) {
+    if (name.size() > k_prefix.size() &&
+        iequals(std::string_view(name).substr(0, k_prefix.size()), k_prefix)) {
+      std::string key = name.substr(k_prefix.size());
+      for (auto& c : key) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+      }
+      out.emplace_back(std::move(key), value);
+    }
+  }
+  return out;
+}
+
+std::string content_type_of(const Request& request) {
+  const auto* type = request.header("content-type");
+  return type && !type->empty() ? *type : std::string("binary/octet-stream");
+}
+
+std::optional<ByteRange> parse_range(std::string_view header, std::int64_t size) {
+  // Only single "bytes=" ranges are honoured; anything else (several ranges, other units,
+  // bad syntax) is ignored and the whole object is sent with 200, as S3 does.
+  if (!header.starts_with("bytes=")) return std::nullopt;
+  header.remove_prefix(6);
+  if (header.find(',') != std::string_view::npos) return std::nullopt;
+  const auto dash = header.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const auto first_text = header.substr(0, dash);
+  const auto last_text = header.substr(dash + 1);
+  const auto first = first_text.empty() ? std::optional<store::Seq>{} : parse_seq(first_text);
+  const auto last = last_text.empty() ? std::optional<store::Seq>{} : parse_seq(last_text);
+  if ((!first_text.empty() && !first) || (!last_text.empty() && !last) || (!first && !last)) {
+    return std::nullopt;
+  }
+  ByteRange range;
+  if (!first) {  // suffix: the last N bytes
+    if (*last == 0 || size == 0) {
+      range.unsatisfiable = true;
+      return range;
+    }
+    range.start = std::max<std::int64_t>(0, size - *last);
+    range.length = size - range.start;
+    return range;
+  }
+  if (last && *last < *first) return std::nullopt;  // syntactically invalid: ignored
+  if (*first >= size) {
+    range.unsatisfiable = true;
+    return range;
+  }
+  range.start = *first;
+  const std::int64_t end = last ? std::min<std::int64_t>(*last, size - 1) : size - 1;
+  range.length = end - range.start + 1;
+  return range;
+}
+
+std::vector<FileSegment> segments_for(const store::Store& store, const store::ObjectInfo& info,
+                                      std::int64_t start, std::int64_t length) {
+  std::vector<FileSegment> out;
+  std::int64_t part_start = 0;
+  for (const auto& part : info.parts) {
+    const std::int64_t part_end = part_start + part.size;
+    const std::int64_t from = std::max(start, part_start);
+    const std::int64_t to = std::min(start + length, part_end);
+    if (from < to) out.push_back(FileSegment{store.blob_path(part), from - part_start, to - from});
+    part_start = part_end;
+  }
+  return out;
+}
+
+Response put_object(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  require(context, bucket, Access::write);
+  if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
+  check(context.store.head_bucket(bucket), bucket);  // no orphan blob for a missing bucket
+  if (const auto* if_none_match = context.header("if-none-match");
+      if_none_match && *if_none_match == "*") {
+    if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
+  }
+  const auto blob = check(context.store.write_blob(context.body.data));
+  store::NewObject object;
+  object.etag = crypto::to_hex(crypto::md5(context.body.data));
+  object.content_type = content_type_of(context.request);
+  object.user_meta = user_metadata(context.request);
+  object.checksums = context.checksums;
+  object.parts.push_back(blob);
+  const auto info = check(context.store.put_object(bucket, key, std::move(object)), bucket, key);
+  Response response;
+  response.set_header("ETag", quote_etag(info.etag));
+  for (const auto& [algorithm, value] : info.checksums) {
+    response.set_header("x-amz-checksum-" + algorithm, value);
+  }
+  return response;
+}
+
+Response get_object(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  require(context, bucket, Access::read);
+  auto at = snapshot_version(context);
+  const auto version = version_id(context);
+  if (version) at = version;
+  const auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  if (version && info.seq != *version) {
+    S3Error error = make_error(Err::no_such_version);
+    error.key = key;
+    fail(std::move(error));
+  }
+  if (auto not_modified = evaluate_conditions(context, info)) return std::move(*not_modified);
+
+  Response response;
+  object_headers(response, context, info);
+  std::int64_t start = 0;
+  std::int64_t length = info.size;
+  if (const auto* range_header = context.header("range")) {
+    if (const auto range = parse_range(*range_header, info.size)) {
+      if (range->unsatisfiable) {
+        S3Error error = make_error(Err::invalid_range);
+        error.headers.emplace_back("Content-Range", "bytes */" + std::to_string(info.size));
+        fail(std::move(error));
+      }
+      start = range->start;
+      length = range->length;
+      response.status = 206;
+      response.set_header("Content-Range", "bytes " + std::to_string(start) + "-" +
+                                               std::to_string(start + length - 1) + "/" +
+                                               std::to_string(info.size));
+    }
+  }
+  response.content_length = length;
+  if (!context.is_head()) response.file_body = segments_for(context.store, info, start, length);
+  return response;
+}
+
+// GetObjectTagging: tags are not stored, so every object has an empty tag set. The AWS CLI
+// asks for it on every S3-to-S3 copy, to carry the tags over.
+Response get_object_tagging(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  require(context, bucket, Access::read);
+  check(context.store.get_object(bucket, key, snapshot_version(context)), bucket, key);
+  return xml_response(
+      200,
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet/></Tagging>");
+}
+
+Response delete_object(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::write);
+  if (version_id(context)) {
+    // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
+    fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
+  }
+  check(context.store.delete_object(bucket, context.target.key), bucket, context.target.key);
+  Response response;
+  response.status = 204;
+  return response;
+}
+
+Response delete_objects(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const bool can_write = allowed(context.principal, bucket, Access::write);
+
+  pugi::xml_document document;
+  // parse_ws_pcdata_single keeps a key made only of spaces.
+  const auto parsed = document.load_buffer(context.body.data.data(), context.body.data.size(),
+                                           pugi::parse_default | pugi::parse_ws_pcdata_single);
+  const auto root = document.child("Delete");
+  if (!parsed || !root) fail(Err::malformed_xml);
+  const bool quiet = std::string_view(root.child_value("Quiet")) == "true";
+  struct Item {
+    std::string key;
+    bool has_version;
+  };
+  std::vector<Item> items;
+  for (const auto object : root.children("Object")) {
+    const auto key = object.child("Key");
+    if (!key) fail(Err::malformed_xml);
+    items.push_back(Item{key.text().get(), static_cast<bool>(object.child("VersionId"))});
+  }
+  if (items.empty() || items.size() > 1000) fail(Err::malformed_xml);
+  check(context.store.head_bucket(bucket), bucket);
+
+  pugi::xml_document out;
+  auto result = s3_root(out, "DeleteResult");
+  for (const auto& item : items) {
+    std::optional<S3Error> error;
+    if (!can_write) {
+      error = make_error(Err::access_denied);
+    } else if (item.key.size() > k_max_key_bytes) {
+      error = make_error(Err::key_too_long);
+    } else if (item.has_version) {
+      error = make_error(Err::not_implemented, "Deleting a specific version is not supported.");
+    } else if (auto deleted = context.store.delete_object(bucket, item.key); !deleted) {
+      error = store_error(deleted.error());
+    }
+    if (error) {
+      auto node = result.append_child("Error");
+      add_text(node, "Key", item.key);
+      add_text(node, "Code", error->code());
+      add_text(node, "Message", error->text());
+    } else if (!quiet) {
+      // Missing keys are reported as deleted (server-design §5.6).
+      add_text(result.append_child("Deleted"), "Key", item.key);
+    }
+  }
+  return xml_response(200, to_string(out));
+}
+
+CopySource parse_copy_source(const Context& context) {
+  // x-amz-copy-source: "[/]bucket/key[?versionId=v]", URL-encoded by the client. cpp-httplib
+  // has already percent-decoded the header value (see auth.cpp), so it is not decoded again:
+  // doing so would corrupt keys with a literal '%'. For the same reason a '?' may belong to
+  // the key, so only a trailing "?versionId=" is taken as the query.
+  std::string_view path = *context.header("x-amz-copy-source");
+  CopySource source;
+  if (const auto question = path.rfind("?versionId="); question != std::string_view::npos) {
+    const auto value = path.substr(question + 11);
+    if (!value.empty() && value != "null") {
+      source.version = parse_seq(value);
+      if (!source.version) fail(Err::invalid_argument, "Invalid version id specified");
+    }
+    path = path.substr(0, question);
+  }
+  if (path.starts_with('/')) path.remove_prefix(1);
+  const auto slash = path.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == path.size()) {
+    fail(Err::invalid_argument,
+         "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+  }
+  source.bucket = std::string(path.substr(0, slash));
+  source.key = std::string(path.substr(slash + 1));
+  if (source.key.size() > k_max_key_bytes) fail(Err::key_too_long);
+  return source;
+}
+
+Response copy_object(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  const auto [source_bucket, source_key, source_version] = parse_copy_source(context);
+
+  require(context, source_bucket, Access::read);
+  require(context, bucket, Access::write);
+  auto at = snapshot_version(context);  // tigris-wire §2.9: the source's point in time
+  if (source_version) at = source_version;
+
+  const auto* directive = context.header("x-amz-metadata-directive");
+  const bool replace = directive && iequals(*directive, "REPLACE");
+  if (directive && !replace && !iequals(*directive, "COPY")) {
+    fail(Err::invalid_argument, "Unknown metadata directive.");
+  }
+  if (!replace && !at && source_bucket == bucket && source_key == key) {
+    fail(Err::invalid_request,
+         "This copy request is illegal because it is trying to copy an object to itself without "
+         "changing the object's metadata, storage class, website redirect location or "
+         "encryption attributes.");
+  }
+  if (source_version) {
+    const auto info =
+        check(context.store.get_object(source_bucket, source_key, at), source_bucket, source_key);
+    if (info.seq != *source_version) fail(Err::no_such_version);
+  }
+  std::optional<store::NewObject> metadata;
+  if (replace) {
+    metadata.emplace();
+    metadata->content_type = content_type_of(context.request);
+    metadata->user_meta = user_metadata(context.request);
+  }
+  const auto info = check(
+      context.store.copy_object(source_bucket, source_key, at, bucket, key, std::move(metadata)),
+      source_bucket, source_key);
+  pugi::xml_document document;
+  auto root = s3_root(document, "CopyObjectResult");
+  add_text(root, "LastModified", iso8601_ms(info.seq));
+  add_text(root, "ETag", quote_etag(info.etag));
+  return xml_response(200, to_string(document));
+}
+
+}  // namespace tfork::server

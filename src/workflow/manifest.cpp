@@ -1,0 +1,233 @@
+#include "tfork/workflow/manifest.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tfork::workflow {
+namespace {
+
+[[noreturn]] void io_error(const std::filesystem::path& path, std::string_view what) {
+  throw TforkError(
+      ErrorKind::other, "ManifestWriteError",
+      fmt::format("cannot {} manifest {}: {}", what, path.string(), std::strerror(errno)));
+}
+
+[[noreturn]] void not_a_manifest(const std::string& why) {
+  throw TforkError(ErrorKind::usage, "InvalidManifest", "not a tfork manifest: " + why);
+}
+
+std::string string_field(const output::Json& object, const char* name, bool required) {
+  if (!object.contains(name) || object[name].is_null()) {
+    if (required) not_a_manifest(fmt::format("\"{}\" is missing", name));
+    return {};
+  }
+  if (!object[name].is_string()) not_a_manifest(fmt::format("\"{}\" is not a string", name));
+  return object[name].get<std::string>();
+}
+
+// Writes all of `text` to `fd`, then closes it; false (errno set) on failure.
+bool write_all_and_close(int fd, std::string_view text, bool durable) {
+  while (!text.empty()) {
+    const auto written = ::write(fd, text.data(), text.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return false;
+    }
+    text.remove_prefix(static_cast<std::size_t>(written));
+  }
+  if (durable && ::fsync(fd) != 0) {
+    ::close(fd);
+    return false;
+  }
+  return ::close(fd) == 0;
+}
+
+}  // namespace
+
+std::string_view status_name(ForkStatus status) {
+  switch (status) {
+    case ForkStatus::pending:
+      return "pending";
+    case ForkStatus::created:
+      return "created";
+    case ForkStatus::exists:
+      return "exists";
+    case ForkStatus::failed:
+      return "failed";
+    case ForkStatus::rolled_back:
+      return "rolled-back";
+  }
+  return "pending";
+}
+
+std::optional<ForkStatus> parse_fork_status(std::string_view text) {
+  for (auto status : {ForkStatus::pending, ForkStatus::created, ForkStatus::exists,
+                      ForkStatus::failed, ForkStatus::rolled_back})
+    if (status_name(status) == text) return status;
+  return std::nullopt;
+}
+
+bool ManifestFork::may_exist() const {
+  switch (status) {
+    case ForkStatus::pending:
+    case ForkStatus::created:
+    case ForkStatus::exists:
+      return true;
+    case ForkStatus::rolled_back:
+      return false;
+    case ForkStatus::failed:
+      // A definite 4xx answer means the service did not create it (409: the name belongs to
+      // someone else, so it must not be touched). No answer, or a 5xx after retries, leaves
+      // it open whether an earlier attempt got through.
+      return !error || error->http_status == 0 || error->http_status >= 500;
+  }
+  return true;
+}
+
+std::string key_name_for(std::string_view bucket) {
+  return std::string(bucket) + "-key";
+}
+
+output::Json item_error_json(const Error& error) {
+  return output::Json{
+      {"code", error.code},
+      {"message", error.message},
+      {"http_status", error.http_status ? output::Json(error.http_status) : output::Json()}};
+}
+
+Error item_error_from_json(const output::Json& json) {
+  Error error;
+  if (!json.is_object()) return error;
+  error.code = json.value("code", "");
+  error.message = json.value("message", "");
+  if (json.contains("http_status") && json["http_status"].is_number_integer())
+    error.http_status = json["http_status"].get<int>();
+  error.kind = kind_for_service_error(error.code, error.http_status);
+  return error;
+}
+
+output::Json to_json(const Manifest& manifest) {
+  output::Json forks = output::Json::array();
+  for (const auto& fork : manifest.forks) {
+    output::Json item{
+        {"bucket", fork.bucket},
+        {"status", status_name(fork.status)},
+        {"access_key_id", output::json_or_null(fork.access_key_id)},
+        {"secret_access_key", output::json_or_null(fork.secret_access_key)},
+        {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}};
+    if (fork.error) item["error"] = item_error_json(*fork.error);
+    forks.push_back(std::move(item));
+  }
+  return output::Json{{"source", manifest.source},
+                      {"snapshot", output::json_or_null(manifest.snapshot)},
+                      {"endpoint", manifest.endpoint},
+                      {"iam_endpoint", manifest.iam_endpoint},
+                      {"forks", std::move(forks)}};
+}
+
+Manifest manifest_from_json(const output::Json& json) {
+  if (!json.is_object()) not_a_manifest("the document is not a JSON object");
+  Manifest manifest;
+  manifest.source = string_field(json, "source", true);
+  manifest.snapshot = string_field(json, "snapshot", false);
+  manifest.endpoint = string_field(json, "endpoint", false);
+  manifest.iam_endpoint = string_field(json, "iam_endpoint", false);
+  if (!json.contains("forks") || !json["forks"].is_array()) not_a_manifest("\"forks\" is missing");
+  for (const auto& item : json["forks"]) {
+    if (!item.is_object()) not_a_manifest("an entry of \"forks\" is not an object");
+    ManifestFork fork;
+    fork.bucket = string_field(item, "bucket", true);
+    const auto status = parse_fork_status(string_field(item, "status", true));
+    if (!status) not_a_manifest("fork " + fork.bucket + " has an unknown status");
+    fork.status = *status;
+    fork.access_key_id = string_field(item, "access_key_id", false);
+    fork.secret_access_key = string_field(item, "secret_access_key", false);
+    const auto role = string_field(item, "role", false);
+    if (role == "Editor") fork.role = iam::Role::editor;
+    if (role == "ReadOnly") fork.role = iam::Role::read_only;
+    if (!role.empty() && !fork.role) not_a_manifest("fork " + fork.bucket + " has unknown role");
+    if (item.contains("error") && item["error"].is_object())
+      fork.error = item_error_from_json(item["error"]);
+    manifest.forks.push_back(std::move(fork));
+  }
+  return manifest;
+}
+
+std::string to_table(const Manifest& manifest) {
+  const bool any_error =
+      std::ranges::any_of(manifest.forks, [](const auto& f) { return f.error.has_value(); });
+  std::vector<std::string> columns{"BUCKET", "STATUS", "ACCESS_KEY_ID", "ROLE"};
+  if (any_error) columns.emplace_back("ERROR");
+  output::Table table(std::move(columns));
+  for (const auto& fork : manifest.forks) {
+    std::vector<std::string> row{fork.bucket, std::string(status_name(fork.status)),
+                                 fork.access_key_id.empty() ? "-" : fork.access_key_id,
+                                 fork.role ? std::string(iam::role_name(*fork.role)) : "-"};
+    if (any_error) row.push_back(fork.error ? fork.error->message : "");
+    table.row(std::move(row));
+  }
+  return fmt::format("source {}  snapshot {}\n", manifest.source,
+                     manifest.snapshot.empty() ? "-" : manifest.snapshot) +
+         table.render();
+}
+
+void write_manifest(const std::filesystem::path& path, const Manifest& manifest, bool durable) {
+  const auto text = to_json(manifest).dump(2) + "\n";
+  const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // The temporary file lives next to the target so that rename is atomic (same filesystem).
+  const auto temp =
+      directory / fmt::format(".{}.tmp-{}", path.filename().string(), static_cast<long>(getpid()));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) io_error(path, "create a temporary file for the");
+  // O_CREAT's mode does not apply to a file left behind by an earlier run with this pid.
+  if (::fchmod(fd, 0600) != 0 || !write_all_and_close(fd, text, durable)) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    errno = saved;
+    io_error(path, "write the");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    errno = saved;
+    io_error(path, "replace the");
+  }
+  if (durable) {
+    const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);
+      ::close(dir_fd);
+    }
+  }
+}
+
+Manifest read_manifest(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw TforkError(
+        ErrorKind::usage, "NoSuchManifest",
+        fmt::format("cannot read manifest {}: {}", path.string(), std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const auto json = output::Json::parse(buffer.str(), nullptr, false);
+  if (json.is_discarded())
+    throw TforkError(ErrorKind::usage, "InvalidManifest",
+                     fmt::format("manifest {} is not valid JSON", path.string()));
+  try {
+    return manifest_from_json(json);
+  } catch (const TforkError& error) {
+    throw TforkError(ErrorKind::usage, error.error().code,
+                     fmt::format("manifest {}: {}", path.string(), error.error().message));
+  }
+}
+
+}  // namespace tfork::workflow

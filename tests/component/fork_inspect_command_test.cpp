@@ -1,0 +1,176 @@
+// tfork fork head | ls against the recording transport: HeadBucket in parallel with the fork
+// headers parsed, the X-Tigris-Fork listing with pagination, and the full-listing fallback.
+#include <catch2/catch.hpp>
+
+#include "../../src/commands/fork_inspect.cpp"  // NOLINT(bugprone-suspicious-include)
+#include "command_harness.hpp"
+
+using namespace tfork;
+using namespace tfork::testing::commands;
+using tfork::testing::FakeTransport;
+
+namespace {
+
+ErrorKind failure_kind(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const TforkError& error) {
+    return error.error().kind;
+  }
+  FAIL("no TforkError");
+  return ErrorKind::other;
+}
+
+std::string fork_json(const std::string& name, const std::string& parent,
+                      const std::string& snapshot) {
+  return R"({"Name":")" + name + R"(","CreationDate":"2026-11-29T10:00:00.5+01:00","ForkInfo":{)" +
+         R"("HasChildren":false,"Parents":[{"BucketName":")" + parent + R"(","Snapshot":")" +
+         snapshot + R"(","ForkCreatedAt":"2026-11-29T09:00:00Z"}]}})";
+}
+
+}  // namespace
+
+TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", "[fork][head]") {
+  FakeTransport transport([](const http::Request& request) -> http::Result {
+    const auto path = path_of(request);
+    if (path == "/run-42-3") {
+      return ok(200, {{"x-tigris-enable-snapshot", "true"},
+                      {"X-Tigris-Fork-Source-Bucket", "training-data"},
+                      {"X-Tigris-Fork-Source-Bucket-Snapshot", "1751631910196672425"}});
+    }
+    if (path == "/training-data")
+      return ok(200, {{"X-Tigris-Enable-Snapshot", "true"}, {"X-Tigris-Is-Fork-Parent", "true"}});
+    return ok(404);
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+
+  const auto result =
+      commands::run_fork_head(client, {"run-42-3", "training-data", "nothing-here"}, 16);
+  CHECK(transport.last_max_parallel == 16);
+  REQUIRE(transport.requests.size() == 3);
+  for (const auto& request : transport.requests) {
+    CHECK(request.method == "HEAD");
+    CHECK(query_of(request).empty());
+  }
+  CHECK(
+      commands::to_json(result).dump() ==
+      R"({"buckets":[)"
+      R"({"bucket":"run-42-3","exists":true,"snapshots_enabled":true,"fork_source":"training-data",)"
+      R"("fork_source_snapshot":"1751631910196672425","is_fork_parent":false},)"
+      R"({"bucket":"training-data","exists":true,"snapshots_enabled":true,"fork_source":null,)"
+      R"("fork_source_snapshot":null,"is_fork_parent":true},)"
+      R"({"bucket":"nothing-here","exists":false,"snapshots_enabled":false,"fork_source":null,)"
+      R"("fork_source_snapshot":null,"is_fork_parent":false}]})");
+  CHECK(failure_kind([&] { commands::fail_if_missing(result); }) == ErrorKind::not_found);
+  CHECK_THAT(commands::to_table(result), Catch::Contains("run-42-3") &&
+                                             Catch::Contains("training-data") &&
+                                             Catch::Contains("FORK_SOURCE"));
+}
+
+TEST_CASE("fork head: every bucket exists → no error; an auth failure fails the command",
+          "[fork][head]") {
+  int status = 200;
+  FakeTransport transport([&](const http::Request&) -> http::Result { return ok(status); });
+  tigris::Client client(settings(), transport, fixed_clock());
+  const auto result = commands::run_fork_head(client, {"one", "two"}, 4);
+  CHECK_NOTHROW(commands::fail_if_missing(result));
+  CHECK_FALSE(result.buckets[0].head.snapshots_enabled);  // header absent: false
+
+  status = 403;
+  CHECK(failure_kind([&] { commands::run_fork_head(client, {"one"}, 4); }) == ErrorKind::auth);
+}
+
+TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork][ls]") {
+  FakeTransport transport([](const http::Request& request) -> http::Result {
+    const auto query = query_of(request);
+    if (query == "IncludeForkInfo=true") {
+      return ok(200, {{"Content-Type", "application/json"}},
+                R"({"ContinuationToken":"src-b","Buckets":{"Bucket":[)" +
+                    fork_json("src-b", "src", "7") + "," + fork_json("src-a", "src", "7") + "]}}");
+    }
+    if (query == "IncludeForkInfo=true&continuation-token=src-b") {
+      return ok(200, {}, R"({"Buckets":{"Bucket":[)" + fork_json("src-c", "src", "8") + "]}}");
+    }
+    return s3_error(400, "UnexpectedQuery");
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+
+  const auto result = commands::run_fork_ls(client, "src");
+  REQUIRE(transport.requests.size() == 2);
+  for (const auto& request : transport.requests) {
+    CHECK(request.method == "GET");
+    CHECK(path_of(request) == "/");
+    CHECK(header_of(request, "X-Tigris-Fork") == "src");
+    CHECK(header_of(request, "Accept") == "application/json");
+    CHECK(signed_headers(request).contains("x-tigris-fork"));
+  }
+  CHECK(commands::to_json(result).dump() ==
+        R"({"source":"src","forks":[)"
+        R"({"bucket":"src-a","snapshot":"7","created":"2026-11-29T09:00:00.5Z"},)"
+        R"({"bucket":"src-b","snapshot":"7","created":"2026-11-29T09:00:00.5Z"},)"
+        R"({"bucket":"src-c","snapshot":"8","created":"2026-11-29T09:00:00.5Z"}]})");
+}
+
+TEST_CASE("fork ls: an old gateway without ForkInfo → the full listing, filtered on parents",
+          "[fork][ls][fallback]") {
+  FakeTransport transport([](const http::Request& request) -> http::Result {
+    const bool scoped = header_of(request, "X-Tigris-Fork") != "<absent>";
+    const auto query = query_of(request);
+    if (scoped) {
+      // The header is ignored: every bucket, and no ForkInfo.
+      return ok(200, {},
+                R"({"Buckets":{"Bucket":[{"Name":"src","CreationDate":"2026-01-01T00:00:00Z"},)"
+                R"({"Name":"other","CreationDate":"2026-01-01T00:00:00Z"}]}})");
+    }
+    if (query == "IncludeForkInfo=true") {
+      return ok(200, {},
+                R"({"ContinuationToken":"m","Buckets":{"Bucket":[{"Name":"src"},)" +
+                    fork_json("elsewhere-1", "other", "3") + "," + fork_json("kid-1", "src", "4") +
+                    "]}}");
+    }
+    if (query == "IncludeForkInfo=true&continuation-token=m") {
+      // A fork of a fork lists its whole ancestry; either parent matches.
+      return ok(200, {},
+                R"({"Buckets":{"Bucket":[{"Name":"grandkid","CreationDate":"2026-02-02T00:00:00Z",)"
+                R"("ForkInfo":{"Parents":[{"BucketName":"kid-1","Snapshot":"9"},)"
+                R"({"BucketName":"src","Snapshot":"4"}]}}]}})");
+    }
+    return s3_error(400, "UnexpectedQuery");
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+
+  const auto result = commands::run_fork_ls(client, "src");
+  REQUIRE(transport.requests.size() == 3);
+  CHECK(header_of(transport.requests[1], "X-Tigris-Fork") == "<absent>");
+  CHECK(header_of(transport.requests[1], "Accept") == "application/json");
+  CHECK(query_of(transport.requests[2]) == "IncludeForkInfo=true&continuation-token=m");
+  CHECK(commands::to_json(result).dump() ==
+        R"({"source":"src","forks":[)"
+        R"({"bucket":"grandkid","snapshot":"4","created":"2026-02-02T00:00:00Z"},)"
+        R"({"bucket":"kid-1","snapshot":"4","created":"2026-11-29T09:00:00.5Z"}]})");
+}
+
+TEST_CASE("fork ls: no forks is an empty list, after checking that the source exists",
+          "[fork][ls]") {
+  int head_status = 200;
+  FakeTransport transport([&](const http::Request& request) -> http::Result {
+    if (request.method == "HEAD") return ok(head_status);
+    return ok(200, {}, R"({"Buckets":{"Bucket":null}})");
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+  const auto result = commands::run_fork_ls(client, "src");
+  CHECK(commands::to_json(result).dump() == R"({"source":"src","forks":[]})");
+  REQUIRE(transport.requests.size() == 2);
+  CHECK(transport.requests[1].method == "HEAD");
+  CHECK(path_of(transport.requests[1]) == "/src");
+
+  head_status = 404;
+  CHECK(failure_kind([&] { commands::run_fork_ls(client, "src"); }) == ErrorKind::not_found);
+}
+
+TEST_CASE("fork ls: a JSON page that cannot be read is an error", "[fork][ls]") {
+  FakeTransport transport(
+      [](const http::Request&) -> http::Result { return ok(200, {}, "<xml/>"); });
+  tigris::Client client(settings(), transport, fixed_clock());
+  CHECK(failure_kind([&] { commands::run_fork_ls(client, "src"); }) == ErrorKind::other);
+}

@@ -1,0 +1,83 @@
+// The error table is the single place for status and code choices (tigris-wire §9).
+#include "tfork/server/errors.hpp"
+
+#include "tfork/server/target.hpp"
+#include "tfork/server/xml_render.hpp"
+
+#include "support.hpp"
+#include <set>
+
+using namespace tfork;
+using namespace tfork::server;
+
+TEST_CASE("the error table is in enum order and complete", "[server][errors]") {
+  for (std::size_t i = 0; i < k_error_table.size(); ++i) {
+    INFO(k_error_table[i].code);
+    CHECK(static_cast<std::size_t>(k_error_table[i].id) == i);
+    CHECK_FALSE(k_error_table[i].code.empty());
+    CHECK_FALSE(k_error_table[i].message.empty());
+    CHECK(k_error_table[i].status >= 300);
+    CHECK(k_error_table[i].status < 600);
+  }
+  CHECK(k_error_table.back().id == Err::internal_error);
+}
+
+TEST_CASE("every store error maps to a table entry", "[server][errors]") {
+  using store::StoreErrc;
+  for (const auto code :
+       {StoreErrc::no_such_bucket, StoreErrc::bucket_exists, StoreErrc::bucket_not_empty,
+        StoreErrc::bucket_has_forks, StoreErrc::not_snapshot_enabled, StoreErrc::no_such_snapshot,
+        StoreErrc::no_such_key, StoreErrc::no_such_upload, StoreErrc::invalid_part,
+        StoreErrc::invalid_part_order, StoreErrc::no_such_access_key, StoreErrc::invalid_argument,
+        StoreErrc::io}) {
+    const auto& entry = spec(from_store(code));
+    CHECK(entry.status >= 400);
+  }
+  CHECK(spec(from_store(StoreErrc::bucket_has_forks)).status == 409);
+  CHECK(spec(from_store(StoreErrc::no_such_snapshot)).code == "NoSuchSnapshot");
+  CHECK(spec(from_store(StoreErrc::io)).status == 500);
+  // Internal failures keep their detail out of the response.
+  CHECK(store_error({StoreErrc::io, "disk on fire at /secret/path"}).text() ==
+        spec(Err::internal_error).message);
+}
+
+TEST_CASE("error XML has Code, Message, Resource, RequestId", "[server][errors]") {
+  S3Error error = make_error(Err::no_such_key);
+  error.key = "a<b";
+  const auto xml = render_error(error, "/bucket/a%3Cb", "0123456789ABCDEF");
+  CHECK(test::contains(xml, "<Error><Code>NoSuchKey</Code>"));
+  CHECK(test::contains(xml, "<Key>a&lt;b</Key>"));
+  CHECK(test::contains(xml, "<RequestId>0123456789ABCDEF</RequestId>"));
+  CHECK(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
+}
+
+TEST_CASE("parse_target keeps the raw key semantics", "[server][target]") {
+  const auto target = parse_target("/bucket/a%2Fb+c%20d?list-type=2&prefix=x%2By+z&delete");
+  REQUIRE(target.has_value());
+  CHECK(target->bucket == "bucket");
+  CHECK(target->key == "a/b+c d");
+  CHECK(target->has_key);
+  CHECK(*target->get("prefix") == "x+y z");
+  CHECK(target->has("delete"));
+  CHECK(target->get("delete")->empty());
+  CHECK(target->wire_path == "/bucket/a%2Fb+c%20d");
+
+  CHECK(parse_target("/")->bucket.empty());
+  CHECK_FALSE(parse_target("/bucket/")->has_key);
+  CHECK(parse_target("/bucket//")->key == "/");
+  CHECK_FALSE(parse_target("/bucket/%zz").has_value());
+  CHECK_FALSE(parse_target("/bucket/%4").has_value());
+  CHECK_FALSE(parse_target("bucket").has_value());
+  CHECK(url_encode_key("a b+c%/d~") == "a%20b%2Bc%25/d~");
+}
+
+TEST_CASE("unsupported subresources and methods are answered, not guessed", "[server][errors]") {
+  test::Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  CHECK(server.get("/bucket-a?acl").status == 501);
+  CHECK(server.put("/bucket-a?tagging", "<Tagging/>").status == 501);
+  CHECK(server.del("/").status == 405);
+  const auto location = server.get("/bucket-a?location");
+  CHECK(location.status == 200);
+  CHECK(test::contains(location.body, "LocationConstraint"));
+}
