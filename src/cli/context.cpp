@@ -91,9 +91,21 @@ void Context::emit_dry_run(std::span<const tigris::Operation> operations) {
     credentials = resolve_credentials(options.config, env_).credentials;
   } catch (const TforkError&) {
   }
-  auto transport = http::make_curl_transport({});
+  // Preparing requests needs no network: a transport that never sends.
+  class NoNetwork final : public http::Transport {
+   public:
+    http::Result send(const http::Request&) override {
+      return std::unexpected(
+          http::TransportError{http::TransportError::Kind::other, "--dry-run sends nothing", 0});
+    }
+    std::vector<http::Result> send_all(
+        std::span<const http::Request> requests, std::size_t,
+        const std::function<void(std::size_t, const http::Result&)>&) override {
+      return std::vector<http::Result>(requests.size(), send({}));
+    }
+  } no_network;
   tigris::Client client({cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style, credentials},
-                        *transport);
+                        no_network);
   output::Json requests = output::Json::array();
   std::string text;
   for (const auto& operation : operations) {

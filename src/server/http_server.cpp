@@ -8,12 +8,15 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <pthread.h>
 #include <random>
 #include <signal.h>
+#include <sys/socket.h>
 #include <thread>
 
 namespace tfork::server {
@@ -281,6 +284,17 @@ int run_server(const ServeOptions& options,
         out.status = 500;
       });
 
+  // cpp-httplib 0.11 listens with a backlog of 5, so a burst of connections (a fork batch
+  // opens 64 at once) overflows the accept queue and the kernel drops SYNs, which clients
+  // retry only after 1, 3, 7... seconds. Its socket-options hook sees the listening socket
+  // before bind, so it is kept here and listened on again with the system's maximum backlog.
+  int listening_socket = -1;
+  server.set_socket_options([&listening_socket](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // httplib's default
+    listening_socket = sock;
+  });
+
   int port = options.port;
   if (port == 0) {
     port = server.bind_to_any_port(options.host);
@@ -292,6 +306,9 @@ int run_server(const ServeOptions& options,
     spdlog::error("cannot listen on {}:{} (in use, or not a local address)", options.host,
                   options.port);
     return 1;
+  }
+  if (listening_socket >= 0 && ::listen(listening_socket, SOMAXCONN) != 0) {
+    spdlog::warn("could not raise the listen backlog: {}", std::strerror(errno));
   }
   spdlog::info("tfork serve: listening on {}:{}, data in {}, root key from {}", options.host, port,
                options.data_dir.string(), root.source);

@@ -1,0 +1,17 @@
+#pragma once
+// Loading tfork's own optional modules. libcurl (with its GnuTLS, Kerberos and LDAP tree) and
+// the local store's SQLite + cpp-httplib cost several milliseconds and megabytes to load, so
+// they live in modules (tfork-curl.so, tfork-serve.so) that a command loads only when it needs
+// them: `tfork version` loads neither, `fork create` only curl, `serve` only the store
+// (cli.md §9 start-up and memory goals).
+
+#include <string_view>
+
+namespace tfork {
+
+// The address of `symbol` in the module file `name` (e.g. "tfork-curl.so"), looked for next
+// to the running executable, then in ../lib/tfork beside it, then in the install directory.
+// Throws TforkError when the module or the symbol cannot be loaded.
+void* module_symbol(std::string_view name, const char* symbol);
+
+}  // namespace tfork
