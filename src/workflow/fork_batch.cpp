@@ -19,6 +19,7 @@ constexpr int k_max_forks = 1000;
 // Intermediate manifest rewrites while forks come in: pending entries already cover every
 // fork that may exist, so these only keep the file informative, not consistent.
 constexpr auto k_rewrite_interval = std::chrono::milliseconds(200);
+constexpr auto k_key_rewrite_interval = std::chrono::milliseconds(50);
 constexpr std::string_view k_version_placeholder = "<version from CreateBucketSnapshot>";
 
 bool is_cancelled(const http::Result& result) {
@@ -205,7 +206,11 @@ class ForkRun {
           fork.access_key_id = std::move(key->id);
           fork.secret_access_key = std::move(key->secret);
           progress.advance(true);
-          save(false);  // a secret exists only here: record it at once
+          // The secret exists only here, so it is written soon, but not once per key: each
+          // rewrite replaces the manifest, and ext4 starts writeback on every such rename
+          // (~1 ms each, 64 ms for 64 keys). A run killed in between still leaves nothing
+          // teardown cannot remove: it finds an unrecorded key by its name `<fork>-key`.
+          save_throttled(k_key_rewrite_interval);
           return;
         }
         error = Error{ErrorKind::other, "InvalidResponse", key.error(), result->status, {}};
@@ -349,8 +354,8 @@ class ForkRun {
     last_write_ = std::chrono::steady_clock::now();
   }
 
-  void save_throttled() {
-    if (std::chrono::steady_clock::now() - last_write_ >= k_rewrite_interval) save(false);
+  void save_throttled(std::chrono::milliseconds interval = k_rewrite_interval) {
+    if (std::chrono::steady_clock::now() - last_write_ >= interval) save(false);
   }
 
   tigris::Client& client_;

@@ -94,8 +94,10 @@ class TeardownRun {
       result_.forks.push_back(std::move(item));
       key_ids_.push_back(target.key_ids);
     }
+    found_key_ids_.resize(targets.size());
     if (std::ranges::any_of(targets, [](const auto& t) { return t.find_key; })) find_keys();
     if (!interrupted_.load()) head_and_revoke();
+    if (!interrupted_.load()) revoke_found_keys();
     if (!interrupted_.load()) delete_buckets();
     if (!interrupted_.load()) delete_snapshots();
     return finish();
@@ -132,8 +134,10 @@ class TeardownRun {
         const auto& bucket = plan_.targets[found->second].bucket;
         const bool scoped = std::ranges::any_of(
             key.buckets_role, [&](const auto& role) { return role.first == bucket; });
-        auto& ids = key_ids_[found->second];
-        if (scoped && std::ranges::find(ids, key.id) == ids.end()) ids.push_back(key.id);
+        auto& ids = found_key_ids_[found->second];
+        if (scoped && std::ranges::find(ids, key.id) == ids.end() &&
+            std::ranges::find(key_ids_[found->second], key.id) == key_ids_[found->second].end())
+          ids.push_back(key.id);
       }
       marker = page->marker;
     } while (!marker.empty() && !interrupted_.load());
@@ -162,26 +166,48 @@ class TeardownRun {
     operations.shrink_to_fit();
     for (std::size_t k = 0; k < results.size(); ++k) {
       const auto& slot = slots[k];
-      auto& item = result_.forks[slot.item];
       const auto& result = results[k];
       if (slot.is_head) {
         on_head(slot.item, result);
-        continue;
-      }
-      if (is_cancelled(result)) {
-        item.key = merge_key(item.key, KeyOutcome::failed);
-        if (!item.error) item.error = interrupted_error();
-        continue;
-      }
-      auto error = tigris::error_from_result(result, "DeleteAccessKey");
-      if (!error) {
-        item.key = merge_key(item.key, KeyOutcome::deleted);
-      } else if (is_gone(*error)) {
-        item.key = merge_key(item.key, KeyOutcome::already_gone);
       } else {
-        item.key = merge_key(item.key, KeyOutcome::failed);
-        if (!item.error) item.error = std::move(*error);
+        record_key_result(slot.item, result);
       }
+    }
+  }
+
+  // Keys found by name rather than recorded in a manifest are revoked only once HeadBucket has
+  // shown their bucket is one this teardown deletes: `plain-key` of a bucket it refuses to
+  // touch is somebody else's key.
+  void revoke_found_keys() {
+    std::vector<tigris::Operation> operations;
+    std::vector<std::size_t> items;
+    for (auto i : to_delete_) {
+      for (const auto& id : found_key_ids_[i]) {
+        operations.push_back(iam::delete_access_key(id));
+        items.push_back(i);
+      }
+    }
+    if (operations.empty()) return;
+    const auto results = client_.send_all(operations, plan_.concurrency);
+    for (std::size_t k = 0; k < results.size(); ++k)
+      record_key_result(items[k], results[k]);
+  }
+
+  void record_key_result(std::size_t i, const http::Result& result) {
+    auto& item = result_.forks[i];
+    if (is_cancelled(result)) {
+      item.key = merge_key(item.key, KeyOutcome::failed);
+      if (!item.error) item.error = interrupted_error();
+      return;
+    }
+    auto error = tigris::error_from_result(result, "DeleteAccessKey");
+    if (!error) {
+      item.key = merge_key(item.key, KeyOutcome::deleted);
+    } else if (is_gone(*error)) {
+      item.key = merge_key(item.key, KeyOutcome::already_gone);
+    } else {
+      item.key = merge_key(item.key, KeyOutcome::failed);
+      if (!item.error) item.error = std::move(*error);
     }
   }
 
@@ -389,7 +415,8 @@ class TeardownRun {
   const TeardownPlan& plan_;
   const std::atomic<bool>& interrupted_;
   TeardownResult result_;
-  std::vector<std::vector<std::string>> key_ids_;
+  std::vector<std::vector<std::string>> key_ids_;        // recorded: revoked with the heads
+  std::vector<std::vector<std::string>> found_key_ids_;  // found by name: after the heads
   std::vector<std::optional<tigris::BucketHead>> heads_;
   std::vector<std::size_t> to_delete_;
 };
@@ -432,6 +459,7 @@ TeardownPlan plan_from_names(const std::vector<std::string>& names) {
     if (!seen.insert(name).second) continue;
     TeardownTarget target;
     target.bucket = name;
+    target.find_key = true;  // no manifest says which key it has: look up `<fork>-key`
     plan.targets.push_back(std::move(target));
   }
   return plan;
@@ -482,6 +510,7 @@ TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
     TeardownTarget target;
     target.bucket = std::move(name);
     target.expected_source = source;
+    target.find_key = true;  // no manifest says which key it has: look up `<fork>-key`
     plan.targets.push_back(std::move(target));
   }
   return plan;

@@ -245,3 +245,27 @@ TEST_CASE("--source S --prefix P tears down the matching forks of S", "[teardown
 TEST_CASE("teardown of names validates them first", "[teardown]") {
   CHECK_THROWS_AS(workflow::plan_from_names({"ok-name", "NOT_OK"}), TforkError);
 }
+
+TEST_CASE("teardown by name revokes the fork's key, and never a refused bucket's key",
+          "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["plain"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.keys["tid_fork"] = {"run-1-key", "run-1", "Editor"};
+  tigris.keys["tid_plain"] = {"plain-key", "plain", "Editor"};
+  tigris.keys["tid_other"] = {"run-1-key", "elsewhere", "Editor"};  // same name, not scoped
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+
+  const auto result =
+      workflow::run_teardown(client, workflow::plan_from_names({"run-1", "plain"}), no_interrupt);
+
+  CHECK(result.forks[0].status == BucketOutcome::deleted);
+  CHECK(result.forks[0].key == workflow::KeyOutcome::deleted);
+  CHECK(result.forks[1].status == BucketOutcome::skipped);
+  CHECK(result.forks[1].key == workflow::KeyOutcome::none);
+  CHECK_FALSE(tigris.keys.contains("tid_fork"));
+  CHECK(tigris.keys.contains("tid_plain"));
+  CHECK(tigris.keys.contains("tid_other"));
+}
