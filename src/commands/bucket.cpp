@@ -4,6 +4,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -216,26 +217,12 @@ std::string to_table(const RemoveResult& result) {
   return table.render();
 }
 
-// The exit rule of every batch command here: all items ok → 0; every failed item shares one
-// error kind and nothing succeeded → that kind's exit code (so one bucket reports its own
-// error: 2, 3, 5, 6, ...); anything else → 7 (partial).
+// The batch exit rule of cli.md §6 (workflow::throw_if_batch_failed).
 void fail_if_any_failed(const RemoveResult& result) {
   std::vector<const Error*> failures;
   for (const auto& item : result.buckets)
     if (item.error) failures.push_back(&*item.error);
-  if (failures.empty()) return;
-  const bool one_kind = std::ranges::all_of(
-      failures, [&](const Error* error) { return error->kind == failures.front()->kind; });
-  if (one_kind && failures.size() == result.buckets.size()) {
-    if (failures.size() == 1) throw TforkError(*failures.front());
-    Error error = *failures.front();
-    error.message = fmt::format("{} buckets could not be deleted; the first: {}", failures.size(),
-                                error.message);
-    throw TforkError(std::move(error));
-  }
-  throw TforkError(
-      ErrorKind::partial, "PartialFailure",
-      fmt::format("{} of {} buckets could not be deleted", failures.size(), result.buckets.size()));
+  workflow::throw_if_batch_failed(failures, result.buckets.size(), "buckets");
 }
 
 // ---- registration

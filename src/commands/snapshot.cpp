@@ -4,6 +4,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -217,25 +218,12 @@ std::string to_table(const RemoveResult& result) {
   return table.render();
 }
 
-// The batch exit rule (as bucket rm): all ok → 0; every version failed for one kind of
-// reason → that kind's exit code; otherwise 7.
+// The batch exit rule of cli.md §6 (workflow::throw_if_batch_failed).
 void fail_if_any_failed(const RemoveResult& result) {
   std::vector<const Error*> failures;
   for (const auto& item : result.versions)
     if (item.error) failures.push_back(&*item.error);
-  if (failures.empty()) return;
-  const bool one_kind = std::ranges::all_of(
-      failures, [&](const Error* error) { return error->kind == failures.front()->kind; });
-  if (one_kind && failures.size() == result.versions.size()) {
-    if (failures.size() == 1) throw TforkError(*failures.front());
-    Error error = *failures.front();
-    error.message = fmt::format("{} snapshots could not be deleted; the first: {}", failures.size(),
-                                error.message);
-    throw TforkError(std::move(error));
-  }
-  throw TforkError(ErrorKind::partial, "PartialFailure",
-                   fmt::format("{} of {} snapshots could not be deleted", failures.size(),
-                               result.versions.size()));
+  workflow::throw_if_batch_failed(failures, result.versions.size(), "snapshots");
 }
 
 // ---- registration

@@ -1,6 +1,9 @@
 #include "tfork/workflow/outcome.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <vector>
 
 namespace tfork::workflow {
 
@@ -13,6 +16,23 @@ int batch_exit_code(std::span<const ItemOutcome> items) {
       return exit_code(kind);
   }
   return exit_code(ErrorKind::partial);
+}
+
+void throw_if_batch_failed(std::span<const Error* const> failures, std::size_t total,
+                           std::string_view items) {
+  if (failures.empty()) return;
+  std::vector<ItemOutcome> outcomes(total - failures.size());
+  for (const auto* failure : failures)
+    outcomes.push_back({false, failure->kind});
+  if (batch_exit_code(outcomes) != exit_code(ErrorKind::partial)) {
+    if (failures.size() == 1) throw TforkError(*failures.front());
+    Error error = *failures.front();
+    error.message = fmt::format("{} {} could not be deleted; the first: {}", failures.size(), items,
+                                error.message);
+    throw TforkError(std::move(error));
+  }
+  throw TforkError(ErrorKind::partial, "PartialFailure",
+                   fmt::format("{} of {} {} could not be deleted", failures.size(), total, items));
 }
 
 }  // namespace tfork::workflow

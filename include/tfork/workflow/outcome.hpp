@@ -6,6 +6,7 @@
 #include "tfork/core/error.hpp"
 
 #include <span>
+#include <string_view>
 
 namespace tfork::workflow {
 
@@ -15,5 +16,11 @@ struct ItemOutcome {
 };
 
 int batch_exit_code(std::span<const ItemOutcome> items);
+
+// The same rule for commands that report a failed batch by throwing: returns when no item
+// failed; else throws the one failure itself, the first of several that failed alike (with
+// their count), or a partial failure (exit 7). `items` names them ("buckets").
+void throw_if_batch_failed(std::span<const Error* const> failures, std::size_t total,
+                           std::string_view items);
 
 }  // namespace tfork::workflow
