@@ -526,25 +526,22 @@ class CurlTransport final : public Transport {
     // Options::cancel: every transfer in flight is dropped now, and every request not finished
     // ends as cancelled (in input order), with the number of sends it already had.
     void cancel_unfinished() {
-      std::vector<std::pair<std::size_t, int>> unfinished;
-      for (const auto& transfer : active_) {
-        curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
-        unfinished.emplace_back(transfer->index, transfer->attempts);
-      }
-      active_.clear();
-      for (const auto& waiting : waiting_)
-        unfinished.emplace_back(waiting.index, waiting.attempts);
-      waiting_.clear();
-      for (const std::size_t index : pending_)
-        unfinished.emplace_back(index, 0);
-      pending_.clear();
-      std::sort(unfinished.begin(), unfinished.end());
-      for (const auto& [index, attempts] : unfinished) {
-        finish(index, std::unexpected(cancelled_error(requests_[index], attempts)));
-      }
+      end_unfinished([this](std::size_t index, int attempts) {
+        return cancelled_error(requests_[index], attempts);
+      });
     }
 
     void fail_unfinished(CURLMcode code) {
+      end_unfinished([code](std::size_t, int attempts) {
+        return TransportError{TransportError::Kind::other,
+                              std::string("libcurl: ") + curl_multi_strerror(code), attempts};
+      });
+    }
+
+    // Ends every request not finished yet (in flight, waiting to retry, or not started), in
+    // input order, with the error `error_for(index, attempts so far)`.
+    template <class ErrorFor>
+    void end_unfinished(ErrorFor error_for) {
       std::vector<std::pair<std::size_t, int>> unfinished;
       for (const auto& transfer : active_) {
         curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
@@ -558,11 +555,8 @@ class CurlTransport final : public Transport {
         unfinished.emplace_back(index, 0);
       pending_.clear();
       std::sort(unfinished.begin(), unfinished.end());
-      for (const auto& [index, attempts] : unfinished) {
-        finish(index, std::unexpected(TransportError{
-                          TransportError::Kind::other,
-                          std::string("libcurl: ") + curl_multi_strerror(code), attempts}));
-      }
+      for (const auto& [index, attempts] : unfinished)
+        finish(index, std::unexpected(error_for(index, attempts)));
     }
 
     // Short enough to notice Options::cancel promptly, and no later than the next retry's
