@@ -184,6 +184,17 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
     return std::unexpected(
         auth_error(Err::authorization_header_malformed, "SignedHeaders must include host."));
   }
+  // As S3 does: every x-amz-* header sent must be signed, or a captured request or presigned
+  // URL could be replayed with one added (x-amz-copy-source turns a PUT into a copy of any
+  // object the signer can read).
+  for (const auto& [name, value] : request.headers) {
+    const auto lower = to_lower(name);
+    if (lower.starts_with("x-amz-") && !signed_names_contain(authorization.signed_headers, lower)) {
+      return std::unexpected(
+          auth_error(Err::access_denied,
+                     "There were headers present in the request which were not signed: " + lower));
+    }
+  }
   auto key = lookup(authorization.access_key_id);
   if (!key) return std::unexpected(auth_error(Err::invalid_access_key_id));
 

@@ -139,6 +139,19 @@ Response error_response(const S3Error& error, const Request& request, const Targ
 
 }  // namespace
 
+// A request target fit for the log: a presigned URL's signature and session token masked.
+std::string loggable_target(std::string_view target) {
+  std::string out(target);
+  for (std::string_view name : {"X-Amz-Signature=", "X-Amz-Security-Token="}) {
+    for (auto at = out.find(name); at != std::string::npos; at = out.find(name, at + 1)) {
+      const auto start = at + name.size();
+      const auto end = out.find('&', start);
+      out.replace(start, (end == std::string::npos ? out.size() : end) - start, "***");
+    }
+  }
+  return out;
+}
+
 std::string new_request_id() {
   return upper(crypto::random_hex(8));
 }
@@ -272,14 +285,16 @@ Response Handler::handle(const Request& request) {
   } catch (const S3Exception& e) {
     const auto& error = e.error();
     if (error.status() == 500) {
-      spdlog::error("{} {} -> {} {}: {}", request.method, request.target, error.status(),
-                    error.code(), error.text());
+      spdlog::error("{} {} -> {} {}: {}", request.method, loggable_target(request.target),
+                    error.status(), error.code(), error.text());
     } else {
-      spdlog::debug("{} {} -> {} {}", request.method, request.target, error.status(), error.code());
+      spdlog::debug("{} {} -> {} {}", request.method, loggable_target(request.target),
+                    error.status(), error.code());
     }
     response = error_response(error, request, target ? &*target : nullptr, json, request_id);
   } catch (const std::exception& e) {
-    spdlog::error("{} {}: unexpected failure: {}", request.method, request.target, e.what());
+    spdlog::error("{} {}: unexpected failure: {}", request.method, loggable_target(request.target),
+                  e.what());
     response = error_response(make_error(Err::internal_error), request, target ? &*target : nullptr,
                               json, request_id);
   }

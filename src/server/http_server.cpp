@@ -17,6 +17,7 @@
 #include <random>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <thread>
 
 namespace tfork::server {
@@ -170,10 +171,18 @@ class SignalWatcher {
 int run_server(const ServeOptions& options,
                const std::function<void(int port, const std::string& access_key,
                                         const std::string& secret_key)>& on_ready) {
+  // The data directory holds every access key's secret (meta.db) and all object data: only
+  // its owner may read it (cli.md §7: files holding secrets are mode 0600). The umask covers
+  // every file the store creates from here on; the chmod, a directory made by an older run.
+  ::umask(0077);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
+  if (!ec) {
+    std::filesystem::permissions(options.data_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
   if (ec) {
-    spdlog::error("cannot create {}: {}", options.data_dir.string(), ec.message());
+    spdlog::error("cannot prepare {}: {}", options.data_dir.string(), ec.message());
     return 1;
   }
   // The store takes <data>/LOCK first, so two servers never share a directory.
@@ -270,19 +279,19 @@ int run_server(const ServeOptions& options,
   server.Delete(".*", with_body);
   server.Patch(".*", with_body);
   server.set_logger([](const httplib::Request& request, const httplib::Response& response) {
-    spdlog::debug("{} {} {}", request.method, request.target, response.status);
+    spdlog::debug("{} {} {}", request.method, loggable_target(request.target), response.status);
   });
-  server.set_exception_handler(
-      [](const httplib::Request& request, httplib::Response& out, std::exception_ptr error) {
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          spdlog::error("{} {}: {}", request.method, request.target, e.what());
-        } catch (...) {
-          spdlog::error("{} {}: unknown exception", request.method, request.target);
-        }
-        out.status = 500;
-      });
+  server.set_exception_handler([](const httplib::Request& request, httplib::Response& out,
+                                  std::exception_ptr error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", request.method, loggable_target(request.target), e.what());
+    } catch (...) {
+      spdlog::error("{} {}: unknown exception", request.method, loggable_target(request.target));
+    }
+    out.status = 500;
+  });
 
   // cpp-httplib 0.11 listens with a backlog of 5, so a burst of connections (a fork batch
   // opens 64 at once) overflows the accept queue and the kernel drops SYNs, which clients

@@ -5,6 +5,14 @@ source "$(dirname "$0")/lib.sh"
 require_cmd curl python3 sha256sum
 start_server
 
+step "the data directory and everything in it is private to its owner (secrets live in meta.db)"
+s3 PUT /perm-check && check_status 200
+check_eq "data directory mode" 700 "$(stat -c %a "$DATA_DIR")"
+for file in "$DATA_DIR"/meta.db "$DATA_DIR"/LOCK; do
+  check_eq "mode of $(basename "$file")" 600 "$(stat -c %a "$file")"
+done
+s3 DELETE /perm-check && check_status 204
+
 step "curl without x-amz-content-sha256 is refused like real S3"
 status=$(curl -sS -o "$WORK/out" -w '%{http_code}' --aws-sigv4 "aws:amz:auto:s3" \
   --user "$ROOT_AK:$ROOT_SK" "$ENDPOINT/")

@@ -34,4 +34,7 @@ class Handler {
 // 16 upper-case hex digits, as S3 and s3rver put in x-amz-request-id.
 std::string new_request_id();
 
+// A request target fit for the log: a presigned URL's signature and session token masked.
+std::string loggable_target(std::string_view target);
+
 }  // namespace tfork::server

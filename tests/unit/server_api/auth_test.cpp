@@ -53,6 +53,19 @@ TEST_CASE("a tampered signed header is SignatureDoesNotMatch", "[server][auth]")
   CHECK(xml_value(server.handler().handle(request).body, "Code") == "SignatureDoesNotMatch");
 }
 
+TEST_CASE("an x-amz-* header added after signing is AccessDenied", "[server][auth]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  REQUIRE(server.put("/bucket-a/secret.txt", "secret").status == 200);
+  // A captured PUT replayed with a copy source would copy an object the signer can read.
+  auto request = server.sign({.method = "PUT", .target = "/bucket-a/copy.txt"});
+  request.headers.emplace_back("x-amz-copy-source", "/bucket-a/secret.txt");
+  const auto response = server.handler().handle(request);
+  CHECK(response.status == 403);
+  CHECK(xml_value(response.body, "Code") == "AccessDenied");
+  CHECK(server.get("/bucket-a/copy.txt").status == 404);
+}
+
 TEST_CASE("a stale date is RequestTimeTooSkewed", "[server][auth]") {
   Server server;
   const auto stale = server.send({.target = "/", .time = server.now() - std::chrono::minutes(16)});
