@@ -125,7 +125,7 @@ complete -c tfork -n '__tfork_at \'snapshot\'' -a 'rm' -d 'Delete snapshots, in 
 complete -c tfork -n '__tfork_at \'snapshot\'' -a 'take' -d 'Snapshot a bucket (CreateBucketSnapshot) and print the version'
 complete -c tfork -n '__tfork_at \'snapshot ls\'' -l limit -x -d 'List at most N snapshots'
 complete -c tfork -n '__tfork_at \'snapshot take\'' -l name -x -d 'Snapshot name (printable ASCII, no \';\', no line breaks)'
-complete -c tfork -n '__tfork_at \'teardown\'' -l manifest -r -F -d 'Manifests of fork create'
+complete -c tfork -n '__tfork_at \'teardown\'' -l manifest -r -F -d 'Manifests of fork create: their forks and keys, at the endpoints th...'
 complete -c tfork -n '__tfork_at \'teardown\'' -l source -x -d 'Tear down the forks of this bucket ...'
 complete -c tfork -n '__tfork_at \'teardown\'' -l prefix -x -d '..'
 complete -c tfork -n '__tfork_at \'teardown\'' -l allow-non-fork -d 'Also delete named buckets that are not forks'

@@ -23,6 +23,33 @@ struct TeardownOptions {
   bool delete_snapshot = false;
 };
 
+// A manifest records where its forks live: teardown goes there, not to wherever the shell's
+// environment happens to point (a run made against a local tfork serve must not be torn
+// down against Tigris). --endpoint-url / --iam-endpoint-url still win when given.
+void use_manifest_endpoints(const std::vector<workflow::Manifest>& manifests,
+                            cli::Context& context) {
+  auto pick = [&](auto member, std::string& flag, const char* option) {
+    std::string recorded;
+    for (const auto& manifest : manifests) {
+      const std::string& value = manifest.*member;
+      if (value.empty()) continue;
+      if (!recorded.empty() && value != recorded)
+        cli::Context::usage_error(std::string("the manifests name different endpoints (") +
+                                  recorded + ", " + value + "): tear them down one at a time");
+      recorded = value;
+    }
+    if (recorded.empty()) return;
+    if (flag.empty()) {
+      flag = recorded;
+    } else if (flag != recorded) {
+      spdlog::warn("{} {} differs from the manifest's {}; using {}", option, flag, recorded, flag);
+    }
+  };
+  pick(&workflow::Manifest::endpoint, context.options.config.endpoint_url, "--endpoint-url");
+  pick(&workflow::Manifest::iam_endpoint, context.options.config.iam_endpoint_url,
+       "--iam-endpoint-url");
+}
+
 void run(const TeardownOptions& options, cli::Context& context) {
   const int modes = (options.manifests.empty() ? 0 : 1) + (options.forks.empty() ? 0 : 1) +
                     (options.source.empty() ? 0 : 1);
@@ -40,6 +67,7 @@ void run(const TeardownOptions& options, cli::Context& context) {
     std::vector<workflow::Manifest> manifests;
     for (const auto& path : options.manifests)
       manifests.push_back(workflow::read_manifest(path));
+    use_manifest_endpoints(manifests, context);
     plan = workflow::plan_from_manifests(manifests, options.delete_snapshot);
   } else if (!options.forks.empty()) {
     plan = workflow::plan_from_names(options.forks);
@@ -82,10 +110,13 @@ void register_teardown(CLI::App& root, cli::Context& context) {
       "teardown",
       "Revoke each fork's key and delete the fork (children first); only forks are deleted");
   command->add_option("forks", options->forks, "Fork buckets to tear down");
-  command->add_option("--manifest", options->manifests,
-                      "Manifests of fork create (left in place; a re-run is harmless)");
+  command->add_option(
+      "--manifest", options->manifests,
+      "Manifests of fork create: their forks and keys, at the endpoints they record "
+      "(left in place; a re-run is harmless)");
   command->add_option("--source", options->source, "Tear down the forks of this bucket ...");
-  command->add_option("--prefix", options->prefix, "... whose names start with this prefix");
+  command->add_option("--prefix", options->prefix,
+                      "... named PREFIX-N, as fork create --prefix PREFIX names them");
   command->add_flag("--allow-non-fork", options->allow_non_fork,
                     "Also delete named buckets that are not forks");
   command->add_flag("--delete-snapshot", options->delete_snapshot,

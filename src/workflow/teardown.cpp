@@ -16,6 +16,16 @@
 namespace tfork::workflow {
 namespace {
 
+// A fork `fork create --prefix P` names: "P-<n>" (P may be given as "P-" too). A bare
+// starts_with would take run-42-1 for a fork of run-4.
+bool is_run_fork(std::string_view bucket, std::string_view prefix) {
+  if (prefix.ends_with('-')) prefix.remove_suffix(1);
+  if (!bucket.starts_with(prefix) || bucket.size() < prefix.size() + 2) return false;
+  const auto rest = bucket.substr(prefix.size());
+  return rest[0] == '-' &&
+         std::ranges::all_of(rest.substr(1), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // Parents are deleted after their children; on Tigris a parent may still see a just-deleted
 // child for a moment (eventual consistency, tigris-wire.md §7.3), so a 409 on a later wave is
 // retried a few times before it counts.
@@ -95,6 +105,7 @@ class TeardownRun {
       key_ids_.push_back(target.key_ids);
     }
     found_key_ids_.resize(targets.size());
+    key_lookup_failed_.resize(targets.size(), false);
     if (std::ranges::any_of(targets, [](const auto& t) { return t.find_key; })) find_keys();
     if (!interrupted_.load()) head_and_revoke();
     if (!interrupted_.load()) revoke_found_keys();
@@ -121,19 +132,21 @@ class TeardownRun {
       }
       if (error) {
         // Without the listing a key may be left behind: say so on each fork concerned.
+        // The bucket is kept too: once it is gone, a re-run could no longer tell its key.
         error->message = "could not look for unrecorded keys: " + error->message;
         for (const auto& [name, i] : wanted) {
           result_.forks[i].key = KeyOutcome::failed;
           result_.forks[i].error = *error;
+          key_lookup_failed_[i] = true;
         }
         return;
       }
       for (const auto& key : page->keys) {
         const auto found = wanted.find(key.name);
         if (found == wanted.end()) continue;
+        // Only a key shaped like the ones fork create mints: one role, on this bucket.
         const auto& bucket = plan_.targets[found->second].bucket;
-        const bool scoped = std::ranges::any_of(
-            key.buckets_role, [&](const auto& role) { return role.first == bucket; });
+        const bool scoped = key.buckets_role.size() == 1 && key.buckets_role[0].first == bucket;
         auto& ids = found_key_ids_[found->second];
         if (scoped && std::ranges::find(ids, key.id) == ids.end() &&
             std::ranges::find(key_ids_[found->second], key.id) == key_ids_[found->second].end())
@@ -176,12 +189,15 @@ class TeardownRun {
   }
 
   // Keys found by name rather than recorded in a manifest are revoked only once HeadBucket has
-  // shown their bucket is one this teardown deletes: `plain-key` of a bucket it refuses to
-  // touch is somebody else's key.
+  // shown their bucket is one this teardown deletes, or is already gone: `plain-key` of a
+  // bucket it refuses to touch is somebody else's key.
   void revoke_found_keys() {
     std::vector<tigris::Operation> operations;
     std::vector<std::size_t> items;
-    for (auto i : to_delete_) {
+    auto targets = to_delete_;
+    for (std::size_t i = 0; i < result_.forks.size(); ++i)
+      if (result_.forks[i].status == BucketOutcome::already_gone) targets.push_back(i);
+    for (auto i : targets) {
       for (const auto& id : found_key_ids_[i]) {
         operations.push_back(iam::delete_access_key(id));
         items.push_back(i);
@@ -247,6 +263,10 @@ class TeardownRun {
                          *head.fork_source, target.expected_source));
         return;
       }
+    }
+    if (key_lookup_failed_[i]) {
+      item.status = BucketOutcome::failed;
+      return;
     }
     to_delete_.push_back(i);
   }
@@ -417,6 +437,7 @@ class TeardownRun {
   TeardownResult result_;
   std::vector<std::vector<std::string>> key_ids_;        // recorded: revoked with the heads
   std::vector<std::vector<std::string>> found_key_ids_;  // found by name: after the heads
+  std::vector<bool> key_lookup_failed_;                  // the bucket stays for a re-run
   std::vector<std::optional<tigris::BucketHead>> heads_;
   std::vector<std::size_t> to_delete_;
 };
@@ -486,7 +507,7 @@ TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
   if (scoped) {
     while (true) {
       for (auto& entry : page.buckets)
-        if ((!entry.source || *entry.source == source) && entry.bucket.starts_with(prefix))
+        if ((!entry.source || *entry.source == source) && is_run_fork(entry.bucket, prefix))
           names.push_back(std::move(entry.bucket));
       if (page.continuation_token.empty()) break;
       auto next = tigris::list_forks(source);
@@ -498,7 +519,7 @@ TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
     do {
       page = fetch(tigris::list_buckets_with_fork_info(token));
       for (auto& entry : page.buckets)
-        if (entry.source == source && entry.bucket.starts_with(prefix))
+        if (entry.source == source && is_run_fork(entry.bucket, prefix))
           names.push_back(std::move(entry.bucket));
       token = page.continuation_token;
     } while (!token.empty());

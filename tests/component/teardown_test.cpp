@@ -218,6 +218,7 @@ TEST_CASE("--source S --prefix P tears down the matching forks of S", "[teardown
   tigris.buckets["run-2"] = {"data", "1"};
   tigris.buckets["keep-1"] = {"data", "1"};
   tigris.buckets["run-x"] = {"other", "1"};
+  tigris.buckets["run-1x"] = {"data", "1"};  // not a name fork create --prefix run gives
   auto transport = tigris.transport();
   auto client = make_client(*transport);
 
@@ -228,9 +229,10 @@ TEST_CASE("--source S --prefix P tears down the matching forks of S", "[teardown
     CHECK(plan.targets[1].bucket == "run-2");
     const auto result = workflow::run_teardown(client, plan, no_interrupt);
     CHECK(result.exit_code == 0);
-    CHECK(tigris.buckets.size() == 4);
+    CHECK(tigris.buckets.size() == 5);
     CHECK(tigris.buckets.contains("keep-1"));
     CHECK(tigris.buckets.contains("run-x"));
+    CHECK(tigris.buckets.contains("run-1x"));
   };
   SECTION("the fork-scoped listing") {
     check();
@@ -268,4 +270,46 @@ TEST_CASE("teardown by name revokes the fork's key, and never a refused bucket's
   CHECK_FALSE(tigris.keys.contains("tid_fork"));
   CHECK(tigris.keys.contains("tid_plain"));
   CHECK(tigris.keys.contains("tid_other"));
+}
+
+TEST_CASE(
+    "teardown by name: keys of forks already gone are revoked; a failed key lookup keeps "
+    "the bucket for a re-run",
+    "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-2"] = {"data", "1"};
+  tigris.keys["tid_gone"] = {"run-1-key", "run-1", "Editor"};  // run-1 itself is gone
+  tigris.keys["tid_two"] = {"run-2-key", "run-2", "Editor"};
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+
+  SECTION("already gone") {
+    const auto result =
+        workflow::run_teardown(client, workflow::plan_from_names({"run-1"}), no_interrupt);
+    CHECK(result.exit_code == 0);
+    CHECK(result.forks[0].status == BucketOutcome::already_gone);
+    CHECK(result.forks[0].key == KeyOutcome::deleted);
+    CHECK_FALSE(tigris.keys.contains("tid_gone"));
+  }
+  SECTION("the key listing fails") {
+    tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
+      if (r.method == "POST" && r.form.count("Action") && r.form.at("Action") == "ListAccessKeys")
+        return http::Response{500, {}, "<Error><Code>InternalError</Code></Error>", 1};
+      return std::nullopt;
+    };
+    const auto result =
+        workflow::run_teardown(client, workflow::plan_from_names({"run-2"}), no_interrupt);
+    CHECK(result.exit_code != 0);
+    CHECK(result.forks[0].status == BucketOutcome::failed);
+    CHECK(tigris.buckets.contains("run-2"));
+    CHECK(tigris.keys.contains("tid_two"));
+
+    tigris.fail_when = {};  // the re-run finishes the job
+    const auto again =
+        workflow::run_teardown(client, workflow::plan_from_names({"run-2"}), no_interrupt);
+    CHECK(again.exit_code == 0);
+    CHECK_FALSE(tigris.buckets.contains("run-2"));
+    CHECK_FALSE(tigris.keys.contains("tid_two"));
+  }
 }
