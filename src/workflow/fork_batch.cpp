@@ -85,6 +85,7 @@ class ForkRun {
     std::optional<std::string> version;
     if (!error) {
       version = tigris::parse_snapshot_version(*result);
+      took_snapshot_ = version.has_value();
       if (!version)
         error = Error{ErrorKind::other,
                       "MissingSnapshotVersion",
@@ -298,10 +299,23 @@ class ForkRun {
     }
     if (interrupted_.load()) return finish_interrupted();
 
+    // Last, the snapshot this run took (not one named by --snapshot): it pins object versions,
+    // and no fork depends on a snapshot record (tigris-wire.md §2.5).
+    bool snapshot_removed = false;
+    if (took_snapshot_) {
+      const auto result =
+          client_.send(tigris::delete_snapshot(plan_.source, outcome_.manifest.snapshot));
+      const auto error = tigris::error_from_result(result, "DeleteBucketSnapshot");
+      snapshot_removed = !error || is_gone(*error);
+      if (!snapshot_removed)
+        spdlog::warn("could not delete snapshot {} of {}: {}", outcome_.manifest.snapshot,
+                     plan_.source, error->message);
+    }
+
     auto error = cause.value_or(Error{ErrorKind::other, "Failed", "fork create failed", 0, {}});
-    error.message +=
-        fmt::format("; rolled back {} fork{} and {} key{}", forks_removed,
-                    forks_removed == 1 ? "" : "s", keys_removed, keys_removed == 1 ? "" : "s");
+    error.message += fmt::format(
+        "; rolled back {} fork{} and {} key{}{}", forks_removed, forks_removed == 1 ? "" : "s",
+        keys_removed, keys_removed == 1 ? "" : "s", snapshot_removed ? " and the snapshot" : "");
     if (forks_removed < fork_indices.size() || keys_removed < key_indices.size())
       error.message += " (some could not be deleted: run teardown --manifest)";
     outcome_.exit_code = exit_code(error.kind);
@@ -363,6 +377,7 @@ class ForkRun {
   const std::atomic<bool>& interrupted_;
   ForkCreateOutcome outcome_;
   std::optional<Error> first_error_;
+  bool took_snapshot_ = false;  // this run took the snapshot (no --snapshot): rollback removes it
   std::chrono::steady_clock::time_point last_write_{};
 };
 

@@ -296,17 +296,26 @@ TEST_CASE("a failing key rolls back keys, then forks", "[fork]") {
     CHECK(fork.access_key_id.empty());
     CHECK(fork.secret_access_key.empty());
   }
-  // Keys first, then buckets.
+  // Keys first, then buckets, then the snapshot the run took.
+  auto is_snapshot_delete = [](const http::Request& sent) {
+    return sent.method == "DELETE" && !header_of(sent, "X-Tigris-Snapshot-Version").empty();
+  };
   std::size_t last_key_delete = 0, first_bucket_delete = transport->requests.size();
   for (std::size_t i = 0; i < transport->requests.size(); ++i) {
     const auto& sent = transport->requests[i];
     if (sent.url.find("Action=DeleteAccessKey") != std::string::npos) last_key_delete = i;
-    if (sent.method == "DELETE") first_bucket_delete = std::min(first_bucket_delete, i);
+    if (sent.method == "DELETE" && !is_snapshot_delete(sent))
+      first_bucket_delete = std::min(first_bucket_delete, i);
   }
   CHECK(last_key_delete > 0);
   CHECK(last_key_delete < first_bucket_delete);
   for (const auto& sent : transport->requests)
-    if (sent.method == "DELETE") CHECK(header_of(sent, "Tigris-Force-Delete") == "true");
+    if (sent.method == "DELETE" && !is_snapshot_delete(sent))
+      CHECK(header_of(sent, "Tigris-Force-Delete") == "true");
+  REQUIRE(is_snapshot_delete(transport->requests.back()));
+  CHECK(header_of(transport->requests.back(), "X-Tigris-Snapshot-Version") ==
+        outcome.manifest.snapshot);
+  CHECK_THAT(outcome.error->message, Catch::Contains("and the snapshot"));
 }
 
 TEST_CASE("--keep-partial keeps the successes and exits 7; teardown finishes", "[fork]") {
