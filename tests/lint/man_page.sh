@@ -14,4 +14,25 @@ done
 for command in $("$TFORK" --help | awk '/^SUBCOMMANDS:/{on=1; next} on && NF {print $1}'); do
   grep -qE "tfork $command|^ *$command" <<<"$page" || { echo "man page lacks command $command"; missing=1; }
 done
+# Each subcommand's own options (from its --help, up to the global options).
+while read -r command; do
+  for option in $("$TFORK" $command --help | sed -n '/^Options:/,/^Global options:/p' |
+                  grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
+    [[ "$option" == --help ]] && continue
+    grep -q -- "$option" <<<"$page" || { echo "man page lacks $command $option"; missing=1; }
+  done
+done <<'COMMANDS'
+bucket create
+bucket rm
+snapshot take
+snapshot ls
+snapshot rm
+fork create
+fork head
+fork ls
+fork env
+teardown
+serve
+completion
+COMMANDS
 exit $missing
