@@ -11,7 +11,7 @@ for option in $("${TFORK:?}" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
   [[ "$option" == --help || "$option" == --version ]] && continue
   grep -q -- "$option" <<<"$page" || { echo "man page lacks global option $option"; missing=1; }
 done
-for command in $("$TFORK" --help | awk '/^SUBCOMMANDS:/{on=1; next} on && NF {print $1}'); do
+for command in $("$TFORK" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/ {print $1}'); do
   grep -qE "tfork $command|^ *$command" <<<"$page" || { echo "man page lacks command $command"; missing=1; }
 done
 # Each subcommand's own options (from its --help, up to the global options).
