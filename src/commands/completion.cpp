@@ -3,6 +3,7 @@
 // committed under completions/ (tests/e2e/completion.sh checks that they do not drift).
 #include "tfork/cli/command.hpp"
 #include "tfork/cli/context.hpp"
+#include "tfork/output/render.hpp"
 #include "tfork/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -129,18 +130,6 @@ std::vector<std::string> option_names(const CommandSpec& spec, bool values_only)
   return names;
 }
 
-// A string in single quotes for bash, zsh and fish ('it'\''s').
-std::string quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 // fish inside single quotes: only \ and ' are special.
 std::string fish_quote(const std::string& text) {
   std::string out = "'";
@@ -165,7 +154,9 @@ std::string bash_script(const std::vector<CommandSpec>& tree) {
     s += function + "() {\n  case \"$1\" in\n";
     for (const auto& spec : tree) {
       const auto value = field(spec);
-      if (!value.empty()) s += "    " + quote(spec.path) + ") echo " + quote(value) + " ;;\n";
+      if (!value.empty())
+        s += "    " + output::shell_quote(spec.path) + ") echo " + output::shell_quote(value) +
+             " ;;\n";
     }
     s += "  esac\n}\n\n";
   };
@@ -187,9 +178,9 @@ std::string bash_script(const std::vector<CommandSpec>& tree) {
       if (!option.takes_value || (option.choices.empty() && !option.file)) continue;
       std::vector<std::string> keys;
       for (const auto& name : option.names)
-        keys.push_back(quote(spec.path + "|" + name));
+        keys.push_back(output::shell_quote(spec.path + "|" + name));
       s += "    " + join(keys, " | ") + ") echo " +
-           quote(option.file ? "@file" : join(option.choices)) + " ;;\n";
+           output::shell_quote(option.file ? "@file" : join(option.choices)) + " ;;\n";
     }
   }
   s += "  esac\n}\n\n";
@@ -263,8 +254,8 @@ std::string zsh_script(const std::vector<CommandSpec>& tree) {
       if (values.empty()) continue;
       std::vector<std::string> quoted;
       for (const auto& value : values)
-        quoted.push_back(quote(value));
-      s += "    " + quote(spec.path) + ") reply=(" + join(quoted) + ") ;;\n";
+        quoted.push_back(output::shell_quote(value));
+      s += "    " + output::shell_quote(spec.path) + ") reply=(" + join(quoted) + ") ;;\n";
     }
     s += "  esac\n}\n\n";
   };
@@ -299,10 +290,10 @@ std::string zsh_script(const std::vector<CommandSpec>& tree) {
       if (!option.takes_value || (option.choices.empty() && !option.file)) continue;
       std::vector<std::string> keys;
       for (const auto& name : option.names)
-        keys.push_back(quote(spec.path + "|" + name));
+        keys.push_back(output::shell_quote(spec.path + "|" + name));
       std::vector<std::string> values;
       for (const auto& value : option.file ? std::vector<std::string>{"@file"} : option.choices)
-        values.push_back(quote(value));
+        values.push_back(output::shell_quote(value));
       s += "    " + join(keys, " | ") + ") reply=(" + join(values) + ") ;;\n";
     }
   }

@@ -39,6 +39,17 @@ std::string Table::render(std::string_view empty_text) const {
   return out;
 }
 
+std::string shell_quote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
 std::string rfc3339_from_ns(std::int64_t ns) {
   const std::time_t seconds = static_cast<std::time_t>(ns / 1'000'000'000);
   auto fraction = ns % 1'000'000'000;

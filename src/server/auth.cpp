@@ -364,31 +364,6 @@ bool signatures_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-std::optional<Clock::time_point> parse_amz_date(std::string_view text) {
-  // yyyyMMddTHHmmssZ
-  if (text.size() != 16 || text[8] != 'T' || text[15] != 'Z') return std::nullopt;
-  auto number = [&](std::size_t pos, std::size_t len) -> int {
-    int value = 0;
-    for (std::size_t i = pos; i < pos + len; ++i) {
-      if (text[i] < '0' || text[i] > '9') return -1;
-      value = value * 10 + (text[i] - '0');
-    }
-    return value;
-  };
-  const int year = number(0, 4), month = number(4, 2), day = number(6, 2);
-  const int hour = number(9, 2), minute = number(11, 2), second = number(13, 2);
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-      minute < 0 || minute > 59 || second < 0 || second > 60) {
-    return std::nullopt;
-  }
-  const std::chrono::year_month_day ymd{std::chrono::year{year},
-                                        std::chrono::month{static_cast<unsigned>(month)},
-                                        std::chrono::day{static_cast<unsigned>(day)}};
-  if (!ymd.ok()) return std::nullopt;
-  return std::chrono::sys_days{ymd} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
-         std::chrono::seconds{second};
-}
-
 std::expected<Authenticated, S3Error> authenticate(const Request& request, const Target& target,
                                                    const KeyLookup& lookup,
                                                    const AuthOptions& options) {

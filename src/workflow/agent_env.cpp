@@ -1,5 +1,7 @@
 #include "tfork/workflow/agent_env.hpp"
 
+#include "tfork/output/render.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,15 +60,7 @@ std::string shell_quote(std::string_view text) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            std::string_view("_-./:@%+=,").find(c) != std::string_view::npos;
   });
-  if (safe) return std::string(text);
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
+  return safe ? std::string(text) : output::shell_quote(text);
 }
 
 std::string to_shell(const AgentEnv& env) {

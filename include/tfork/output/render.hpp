@@ -36,6 +36,9 @@ std::string rfc3339_from_ns(std::int64_t ns);
 // returned unchanged when it cannot be parsed.
 std::string normalise_rfc3339(std::string_view text);
 
+// `text` in single quotes for a POSIX shell, zsh or fish ("it's" -> 'it'\''s').
+std::string shell_quote(std::string_view text);
+
 // A JSON value or null.
 inline Json json_or_null(const std::string& value) {
   return value.empty() ? Json() : Json(value);

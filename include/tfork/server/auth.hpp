@@ -7,6 +7,7 @@
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/principal.hpp"
 #include "tfork/server/target.hpp"
+#include "tfork/server/time_format.hpp"
 
 #include <chrono>
 #include <expected>
@@ -58,9 +59,6 @@ struct AuthOptions {
 std::expected<Authenticated, S3Error> authenticate(const Request& request, const Target& target,
                                                    const KeyLookup& lookup,
                                                    const AuthOptions& options);
-
-// Parses "20150830T123600Z".
-std::optional<Clock::time_point> parse_amz_date(std::string_view text);
 
 // Constant-time comparison of two signatures.
 bool signatures_equal(std::string_view a, std::string_view b);

@@ -16,6 +16,8 @@ std::string rfc3339_nano(store::Seq ns);  // "2025-07-04T12:25:10.19667705Z" (tr
 std::string http_date(store::Seq ns);     // "Mon, 12 Oct 2009 17:50:30 GMT" (Last-Modified)
 // Parses an RFC 1123 HTTP date ("Date" and If-Modified-Since headers).
 std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view text);
+// Parses a SigV4 x-amz-date ("20150830T123600Z").
+std::optional<std::chrono::system_clock::time_point> parse_amz_date(std::string_view text);
 store::Seq to_seq(std::chrono::system_clock::time_point time);
 
 }  // namespace tfork::server
