@@ -79,39 +79,53 @@ fi
 step "zsh"
 if command -v zsh >/dev/null 2>&1; then
   zsh -n "$COMPLETIONS/_tfork" || fail "zsh -n"
-  # zsh_tab DIR LINE: what an interactive zsh shows after LINE<TAB>, escapes stripped.
+  # zsh_tab LINE PATTERN: types LINE<TAB> into an interactive zsh and reads the screen until
+  # it matches the glob PATTERN (escapes stripped) or a generous deadline passes; prints what
+  # it read. It waits for a state, never for a fixed time, so a loaded machine only makes it
+  # slower.
   cat >"$WORK/tab.zsh" <<'ZSH'
+setopt extendedglob
 zmodload zsh/zpty || exit 125
+zmodload zsh/datetime || exit 125
+integer deadline_seconds=60
+screen() { # the text of everything read so far, escape sequences and CR/BEL/BS removed
+  local s=${out//$'\e'\[[0-9;?]#[A-Za-z]/}
+  print -r -- "${s//[$'\r\a\b']/}"
+}
+wait_for() { # wait_for PATTERN: 0 once the screen matches, 1 at the deadline
+  local chunk
+  local -F deadline=$(( EPOCHREALTIME + deadline_seconds ))
+  while (( EPOCHREALTIME < deadline )); do
+    if zpty -r -t z chunk; then
+      out+=$chunk
+      [[ "$(screen)" == $~1 ]] && return 0
+    else
+      sleep 0.02
+    fi
+  done
+  return 1
+}
 zpty z 'zsh -f -i'
-zpty -w z "PS1='>' PROMPT_EOL_MARK=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; echo READY"
-integer i
+# The marker is printed as "READY" but typed as RE''ADY, so the terminal's echo of the
+# command line cannot be mistaken for its output.
+zpty -w z "PS1='>' PROMPT_EOL_MARK=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; echo RE''ADY"
 out=''
-for (( i = 0; i < 100; i++ )); do
-  zpty -r -t z chunk && out+=$chunk
-  [[ $out == *READY* ]] && break
-  sleep 0.05
-done
+wait_for '*READY*' || { print -r -- "shell did not start: $(screen)"; zpty -d z; exit 1 }
 out=''
 zpty -w -n z "$2"$'\t'
-for (( i = 0; i < 20; i++ )); do
-  sleep 0.05
-  while zpty -r -t z chunk; do out+=$chunk; done
-done
+wait_for "$3"
+rc=$?
 zpty -d z
-print -r -- "$out"
+screen
+exit $rc
 ZSH
   zsh_tab() {
-    timeout 20 zsh -f "$WORK/tab.zsh" "$COMPLETIONS" "$1" |
-      sed 's/\x1b\[[0-9;?]*[A-Za-z]//g' | tr -d '\r\a\b'
+    timeout 120 zsh -f "$WORK/tab.zsh" "$COMPLETIONS" "$1" "$2"
   }
-  out=$(zsh_tab 'tfork fo')
-  [[ "$out" == *"tfork fork "* ]] || fail "zsh: 'tfork fo<TAB>' did not become 'tfork fork ': [$out]"
-  out=$(zsh_tab 'tfork fork create src --keys r')
-  [[ "$out" == *"--keys readonly"* ]] || fail "zsh: --keys r<TAB>: [$out]"
-  out=$(zsh_tab 'tfork snapshot ')
-  [[ "$out" == *"ls"*"rm"*"take"* ]] || fail "zsh: snapshot <TAB> lists no subcommands: [$out]"
-  out=$(zsh_tab 'tfork --output t')
-  [[ "$out" == *"--output table"* ]] || fail "zsh: --output t<TAB>: [$out]"
+  out=$(zsh_tab 'tfork fo' '*tfork fork *') || fail "zsh: 'tfork fo<TAB>' did not become 'tfork fork ': [$out]"
+  out=$(zsh_tab 'tfork fork create src --keys r' '*--keys readonly*') || fail "zsh: --keys r<TAB>: [$out]"
+  out=$(zsh_tab 'tfork snapshot ' '*ls*rm*take*') || fail "zsh: snapshot <TAB> lists no subcommands: [$out]"
+  out=$(zsh_tab 'tfork --output t' '*--output table*') || fail "zsh: --output t<TAB>: [$out]"
 else
   step "zsh is not installed: zsh checks left out"
 fi
