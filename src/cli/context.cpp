@@ -4,8 +4,6 @@
 #include "tfork/version.hpp"
 
 #include <csignal>
-#include <cstdio>
-#include <iostream>
 
 namespace tfork::cli {
 
@@ -72,16 +70,7 @@ output::Format Context::format() const {
   usage_error("--output / TFORK_OUTPUT must be 'json' or 'table', got '" + value + "'");
 }
 
-void Context::emit(const output::Json& document, const std::string& table_text) const {
-  if (format() == output::Format::json) {
-    std::cout << document.dump(2) << '\n';
-  } else {
-    std::cout << table_text;
-  }
-  std::cout.flush();
-}
-
-void Context::emit_dry_run(std::span<const tigris::Operation> operations) {
+CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {
   // Signing needs no secret to be shown, but it does need credentials to be resolvable
   // for the signature to be real; a dry run must work without any, so sign with a
   // placeholder when none are configured.
@@ -119,11 +108,7 @@ void Context::emit_dry_run(std::span<const tigris::Operation> operations) {
                                     {"headers", headers}});
     text += operation.name + "  " + request.method + " " + request.url + "\n";
   }
-  emit(output::Json{{"dry_run", true}, {"requests", requests}}, text);
-}
-
-void Context::usage_error(const std::string& message) {
-  throw TforkError(ErrorKind::usage, "UsageError", message);
+  return document(output::Json{{"dry_run", true}, {"requests", requests}}, std::move(text));
 }
 
 }  // namespace tfork::cli

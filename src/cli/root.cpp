@@ -1,6 +1,13 @@
 #include "tfork/cli/root.hpp"
 
 #include "tfork/cli/command.hpp"
+#include "tfork/commands/bucket.hpp"
+#include "tfork/commands/completion.hpp"
+#include "tfork/commands/fork.hpp"
+#include "tfork/commands/serve.hpp"
+#include "tfork/commands/snapshot.hpp"
+#include "tfork/commands/teardown.hpp"
+#include "tfork/commands/version.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/version.hpp"
 
@@ -109,7 +116,45 @@ void report_error(const Error& error, const Context& context, bool json) {
             << detail << '\n';
 }
 
+// The one road out of a command (cli.md §6): its result on stdout, then its error, if any,
+// on stderr (one JSON object with --output json), and the exit code of that error's kind.
+int finish(CommandResult result, Context& context) {
+  auto format = output::Format::table;
+  try {
+    format = context.format();
+  } catch (const TforkError& error) {
+    // A bad --output / TFORK_OUTPUT only matters when there is a document to print.
+    if (result.document) {
+      result = CommandResult{};
+      result.error = error.error();
+    }
+  }
+  const bool json = format == output::Format::json;
+  if (result.document && json) {
+    std::cout << result.document->dump(2) << '\n';
+  } else {
+    std::cout << result.text;
+  }
+  std::cout.flush();
+  if (!result.notice.empty() && !json && !context.options.quiet) std::cerr << result.notice << '\n';
+  if (!result.error) return 0;
+  report_error(*result.error, context, json);
+  if (result.error->kind == ErrorKind::usage && !json)
+    std::cerr << "Run 'tfork --help' for usage.\n";
+  return exit_code(result.error->kind);
+}
+
 }  // namespace
+
+void register_commands(CLI::App& app, Context& context) {
+  commands::register_bucket(app, context);
+  commands::register_completion(app, context);
+  commands::register_fork(app, context);
+  commands::register_serve(app, context);
+  commands::register_snapshot(app, context);
+  commands::register_teardown(app, context);
+  commands::register_version(app, context);
+}
 
 std::unique_ptr<CLI::App> make_app(Context& context) {
   auto app = std::make_unique<CLI::App>(
@@ -122,24 +167,23 @@ std::unique_ptr<CLI::App> make_app(Context& context) {
       "Exit codes: 0 ok, 1 other, 2 auth, 3 not found, 4 throttled, 5 network, 6 conflict,\n"
       "7 partial, 64 usage, 130 interrupted. See man tfork.");
   app->parse_complete_callback([&context] { configure_logging(context.options, context.env()); });
-  for (const auto& command : registered_commands())
-    command.registrar(*app, context);
+  register_commands(*app, context);
   return app;
 }
 
 int run(int argc, char** argv) {
   Context context;
+  return run(argc, argv, context);
+}
+
+int run(int argc, char** argv, Context& context) {
   std::unique_ptr<CLI::App> app;
+  CommandResult result;
   try {
     app = make_app(context);
     install_interrupt_handler();
     app->parse(argc, argv);
-    if (interrupted().load()) {
-      report_error({ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}}, context,
-                   context.format() == output::Format::json);
-      return exit_code(ErrorKind::interrupted);
-    }
-    return context.exit_code;
+    if (context.selected_command) result = context.selected_command();
   } catch (const CLI::Success& done) {  // --help, --version
     return app->exit(done);
   } catch (const CLI::ParseError& error) {
@@ -147,20 +191,16 @@ int run(int argc, char** argv) {
     std::cerr << "tfork: error: " << error.what() << "\nRun 'tfork --help' for usage.\n";
     return exit_code(ErrorKind::usage);
   } catch (const TforkError& error) {
-    bool json = context.options.json || context.options.output == "json";
-    try {
-      json = context.format() == output::Format::json;
-    } catch (const TforkError&) {
-    }
-    report_error(error.error(), context, json);
-    if (error.error().kind == ErrorKind::usage && !json)
-      std::cerr << "Run 'tfork --help' for usage.\n";
-    return exit_code(error.error().kind);
+    result = CommandResult{};
+    result.error = error.error();
   } catch (const std::exception& error) {
-    report_error({ErrorKind::other, "InternalError", error.what(), 0, {}}, context,
-                 context.options.json || context.options.output == "json");
-    return exit_code(ErrorKind::other);
+    result = CommandResult{};
+    result.error = Error{ErrorKind::other, "InternalError", error.what(), 0, {}};
   }
+  // Ctrl-C decides the exit code unless the command already reported a definite failure.
+  if (interrupted().load() && (!result.error || result.error->kind == ErrorKind::partial))
+    result.error = Error{ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}};
+  return finish(std::move(result), context);
 }
 
 }  // namespace tfork::cli

@@ -1,5 +1,6 @@
 // tfork bucket create | rm (cli.md §2, §6; tigris-wire.md §2.1, §2.7, §2.10).
-#include "tfork/cli/command.hpp"
+#include "tfork/commands/bucket.hpp"
+
 #include "tfork/cli/context.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
@@ -15,42 +16,14 @@
 #include <string>
 #include <vector>
 
-namespace tfork::commands {
+namespace tfork::commands::bucket {
 namespace {
-
-// ---- shared by both subcommands
-
-output::Json item_error_json(const Error& error) {
-  return output::Json{
-      {"code", error.code},
-      {"message", error.message},
-      {"http_status", error.http_status ? output::Json(error.http_status) : output::Json()}};
-}
-
-void check_bucket_names(const std::vector<std::string>& names) {
-  for (const auto& name : names) {
-    if (auto problem = tigris::bucket_name_problem(name))
-      cli::Context::usage_error("invalid bucket name '" + name + "': " + *problem);
-  }
-}
-
-// ---- bucket create
-
-struct CreateOptions {
-  std::string name;
-  bool snapshots = false;
-  bool exist_ok = false;
-};
-
-struct CreateResult {
-  std::string bucket;
-  bool created = false;
-  bool snapshots_enabled = false;
-};
 
 bool is_already_exists(const Error& error) {
   return error.code == "BucketAlreadyOwnedByYou" || error.code == "BucketAlreadyExists";
 }
+
+}  // namespace
 
 CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options) {
   const auto operation = tigris::create_bucket(options.name, options.snapshots);
@@ -92,20 +65,7 @@ std::string to_table(const CreateResult& result) {
 
 // ---- bucket rm
 
-struct RemoveOptions {
-  std::vector<std::string> names;
-  bool force = false;
-};
-
-struct RemoveItem {
-  std::string bucket;
-  std::string status;  // "deleted" | "already-gone" | "failed"
-  std::optional<Error> error;
-};
-
-struct RemoveResult {
-  std::vector<RemoveItem> buckets;
-};
+namespace {
 
 bool is_gone(const Error& error) {
   return error.kind == ErrorKind::not_found;
@@ -131,6 +91,8 @@ void name_forks(tigris::Client& client, const std::string& bucket, Error& error)
                   bucket, forks.size(), forks.size() == 1 ? "" : "s", names, forks.front().bucket);
 }
 
+}  // namespace
+
 // The buckets are deleted in parallel, each with its own status, in input order (style.md
 // §6). With --force, a HeadBucket first makes sure no fork parent is ever force-deleted, even
 // by a server that would allow it (cli.md §2: force never overrides "has forks").
@@ -138,7 +100,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
                            std::size_t concurrency) {
   RemoveResult result;
   for (const auto& name : options.names)
-    result.buckets.push_back({name, "", std::nullopt});
+    result.buckets.push_back({name, {}});
 
   std::vector<std::size_t> to_delete;
   if (options.force) {
@@ -147,7 +109,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
       heads.push_back(tigris::head_bucket(name));
     const auto answers = client.send_all(heads, concurrency);
     for (std::size_t i = 0; i < answers.size(); ++i) {
-      auto& item = result.buckets[i];
+      auto& item = result.buckets[i].outcome;
       if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
         if (is_gone(*error)) {
           item.status = "already-gone";
@@ -157,11 +119,12 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
         }
       } else if (tigris::parse_head_bucket(*answers[i]).is_fork_parent) {
         item.status = "failed";
-        item.error = Error{ErrorKind::conflict,
-                           "BucketHasForks",
-                           "bucket '" + item.bucket + "' has forks; delete the forks first",
-                           409,
-                           {}};
+        item.error =
+            Error{ErrorKind::conflict,
+                  "BucketHasForks",
+                  "bucket '" + result.buckets[i].bucket + "' has forks; delete the forks first",
+                  409,
+                  {}};
       } else {
         to_delete.push_back(i);
       }
@@ -176,7 +139,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
     deletes.push_back(tigris::delete_bucket(options.names[i], options.force));
   const auto answers = client.send_all(deletes, concurrency);
   for (std::size_t j = 0; j < answers.size(); ++j) {
-    auto& item = result.buckets[to_delete[j]];
+    auto& item = result.buckets[to_delete[j]].outcome;
     if (auto error = tigris::error_from_result(answers[j], "DeleteBucket")) {
       if (is_gone(*error)) {
         item.status = "already-gone";
@@ -191,41 +154,39 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
 
   // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
   // that does not tell the two apart); the listing runs for those alone.
-  for (auto& item : result.buckets) {
-    if (item.error && item.error->kind == ErrorKind::conflict)
-      name_forks(client, item.bucket, *item.error);
+  for (auto& [bucket, outcome] : result.buckets) {
+    if (outcome.error && outcome.error->kind == ErrorKind::conflict)
+      name_forks(client, bucket, *outcome.error);
   }
   return result;
 }
 
 output::Json to_json(const RemoveResult& result) {
   output::Json buckets = output::Json::array();
-  for (const auto& item : result.buckets) {
-    output::Json entry{{"bucket", item.bucket}, {"status", item.status}};
-    if (item.error) entry["error"] = item_error_json(*item.error);
-    buckets.push_back(std::move(entry));
-  }
+  for (const auto& item : result.buckets)
+    buckets.push_back(output::item_json(output::Json{{"bucket", item.bucket}}, item.outcome));
   return output::Json{{"buckets", std::move(buckets)}};
 }
 
 std::string to_table(const RemoveResult& result) {
   output::Table table({"BUCKET", "STATUS", "ERROR"});
-  for (const auto& item : result.buckets) {
-    table.row({item.bucket, item.status,
-               item.error ? item.error->message + " (" + item.error->code + ")" : ""});
-  }
+  for (const auto& item : result.buckets)
+    table.row({item.bucket, item.outcome.status, output::item_error_text(item.outcome)});
   return table.render();
 }
 
-// The batch exit rule of cli.md §6 (workflow::throw_if_batch_failed).
-void fail_if_any_failed(const RemoveResult& result) {
+std::optional<Error> batch_error(const RemoveResult& result) {
   std::vector<const Error*> failures;
   for (const auto& item : result.buckets)
-    if (item.error) failures.push_back(&*item.error);
-  workflow::throw_if_batch_failed(failures, result.buckets.size(), "buckets");
+    if (item.outcome.error) failures.push_back(&*item.outcome.error);
+  return workflow::batch_error(failures, result.buckets.size(), "buckets");
 }
 
-// ---- registration
+}  // namespace tfork::commands::bucket
+
+namespace tfork::commands {
+
+using namespace bucket;
 
 void register_bucket(CLI::App& root, cli::Context& context) {
   auto* bucket = root.add_subcommand("bucket", "Create and delete buckets");
@@ -243,16 +204,15 @@ void register_bucket(CLI::App& root, cli::Context& context) {
                    "Enable snapshots and forks (X-Tigris-Enable-Snapshot: true)");
   create->add_flag("--exist-ok", create_options->exist_ok,
                    "An existing bucket you own is success, reported as \"created\": false");
-  create->callback([&context, create_options] {
-    check_bucket_names({create_options->name});
+  cli::on_run(*create, context, [&context, create_options] {
+    cli::require_bucket_name(create_options->name);
     if (context.options.dry_run) {
       const tigris::Operation ops[] = {
           tigris::create_bucket(create_options->name, create_options->snapshots)};
-      context.emit_dry_run(ops);
-      return;
+      return context.dry_run(ops);
     }
     const auto result = run_bucket_create(context.client(), *create_options);
-    context.emit(to_json(result), to_table(result));
+    return cli::document(to_json(result), to_table(result));
   });
 
   auto rm_options = std::make_shared<RemoveOptions>();
@@ -266,8 +226,9 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   rm->add_flag("--force", rm_options->force,
                "Delete the contents too (Tigris-Force-Delete: true); never deletes a bucket "
                "that has forks");
-  rm->callback([&context, rm_options] {
-    check_bucket_names(rm_options->names);
+  cli::on_run(*rm, context, [&context, rm_options] {
+    for (const auto& name : rm_options->names)
+      cli::require_bucket_name(name);
     // A name given twice is deleted once.
     std::vector<std::string> unique;
     for (const auto& name : rm_options->names)
@@ -277,17 +238,14 @@ void register_bucket(CLI::App& root, cli::Context& context) {
       std::vector<tigris::Operation> ops;
       for (const auto& name : rm_options->names)
         ops.push_back(tigris::delete_bucket(name, rm_options->force));
-      context.emit_dry_run(ops);
-      return;
+      return context.dry_run(ops);
     }
     const auto result = run_bucket_rm(context.client(), *rm_options,
                                       static_cast<std::size_t>(context.options.concurrency));
-    context.emit(to_json(result), to_table(result));
-    fail_if_any_failed(result);
+    auto outcome = cli::document(to_json(result), to_table(result));
+    outcome.error = batch_error(result);
+    return outcome;
   });
 }
 
-}  // namespace
 }  // namespace tfork::commands
-
-TFORK_COMMAND("bucket", tfork::commands::register_bucket);

@@ -1,7 +1,8 @@
 // tfork completion bash|zsh|fish (cli.md §2): prints a completion script generated from the
 // CLI11 command tree at run time, so it always matches the binary. The same scripts are
 // committed under completions/ (tests/e2e/completion.sh checks that they do not drift).
-#include "tfork/cli/command.hpp"
+#include "tfork/commands/completion.hpp"
+
 #include "tfork/cli/context.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/version.hpp"
@@ -9,7 +10,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -467,7 +467,9 @@ complete -c tfork -f
   return s;
 }
 
-void register_completion(CLI::App& root, cli::Context&) {
+}  // namespace
+
+void register_completion(CLI::App& root, cli::Context& context) {
   auto shell = std::make_shared<std::string>();
   auto* command =
       root.add_subcommand("completion", "Print a shell completion script (bash, zsh or fish)");
@@ -478,21 +480,20 @@ void register_completion(CLI::App& root, cli::Context&) {
   command->add_option("SHELL", *shell, "bash, zsh or fish")
       ->required()
       ->check(CLI::IsMember({"bash", "zsh", "fish"}));
-  // The whole tree exists by the time the callback runs (every command is registered).
+  // The whole tree exists by the time the command runs (every command is registered). The
+  // script is text whatever --output says.
   const CLI::App* app = &root;
-  command->callback([shell, app] {
+  cli::on_run(*command, context, [shell, app] {
     const auto tree = command_tree(*app);
+    cli::CommandResult result;
     if (*shell == "bash")
-      std::cout << bash_script(tree);
+      result.text = bash_script(tree);
     else if (*shell == "zsh")
-      std::cout << zsh_script(tree);
+      result.text = zsh_script(tree);
     else
-      std::cout << fish_script(tree);
-    std::cout.flush();
+      result.text = fish_script(tree);
+    return result;
   });
 }
 
-}  // namespace
 }  // namespace tfork::commands
-
-TFORK_COMMAND("completion", tfork::commands::register_completion);

@@ -1,15 +1,15 @@
 // tfork fork create | env (cli.md §2, §4), and the `fork` group that also holds `fork head`
 // and `fork ls` (fork_inspect.cpp). The workflow lives in tfork/workflow; this file parses
 // options, calls it and renders.
-#include "tfork/cli/command.hpp"
+#include "tfork/commands/fork.hpp"
+
 #include "tfork/cli/context.hpp"
-#include "tfork/commands/fork_inspect.hpp"
 #include "tfork/workflow/agent_env.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,7 +36,7 @@ std::int64_t unix_ms() {
       .count();
 }
 
-void run_create(const CreateOptions& options, cli::Context& context) {
+cli::CommandResult run_create(const CreateOptions& options, cli::Context& context) {
   workflow::ForkCreateRequest request;
   request.source = options.source;
   request.names = options.names;
@@ -53,23 +53,26 @@ void run_create(const CreateOptions& options, cli::Context& context) {
   auto plan = workflow::plan_fork_create(request, unix_ms());
   plan.progress = context.progress_enabled();
 
-  if (context.options.dry_run) {
-    context.emit_dry_run(workflow::fork_create_operations(plan));
-    return;
-  }
+  if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
   auto outcome = workflow::run_fork_create(context.client(), plan, cli::interrupted());
-  context.emit(workflow::to_json(outcome.manifest), workflow::to_table(outcome.manifest));
-  if (outcome.exit_code == 0) return;
+  auto result =
+      cli::document(workflow::to_json(outcome.manifest), workflow::to_table(outcome.manifest));
+  if (outcome.exit_code == 0) return result;
   if (outcome.exit_code == exit_code(ErrorKind::partial)) {
     const auto failed = std::ranges::count_if(
         outcome.manifest.forks, [](const auto& fork) { return fork.error.has_value(); });
-    spdlog::warn("{} of {} forks failed (kept the others: --keep-partial); first: {}", failed,
-                 outcome.manifest.forks.size(), outcome.error ? outcome.error->message : "");
-    context.exit_code = outcome.exit_code;
-    return;
+    Error error = outcome.error.value_or(Error{});
+    error.message =
+        fmt::format("{} of {} forks failed (kept the others: --keep-partial); first: {}", failed,
+                    outcome.manifest.forks.size(), error.message);
+    error.kind = ErrorKind::partial;
+    error.code = "PartialFailure";
+    result.error = std::move(error);
+    return result;
   }
-  throw TforkError(
-      outcome.error.value_or(Error{ErrorKind::other, "Failed", "fork create failed", 0, {}}));
+  result.error =
+      outcome.error.value_or(Error{ErrorKind::other, "Failed", "fork create failed", 0, {}});
+  return result;
 }
 
 void add_fork_create(CLI::App& fork, cli::Context& context) {
@@ -97,7 +100,7 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
                     "On failure keep what was created and exit 7 (default: roll back)");
   command->add_flag("--exist-ok", options->exist_ok,
                     "Adopt a fork that already exists as a fork of SOURCE (mints a new key)");
-  command->callback([options, &context] { run_create(*options, context); });
+  cli::on_run(*command, context, [options, &context] { return run_create(*options, context); });
 }
 
 struct EnvOptions {
@@ -111,23 +114,22 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
       "env", "Print the environment of one agent: its fork, key and endpoints (for eval)");
   command->add_option("--manifest", options->manifest, "The manifest of fork create")->required();
   command->add_option("fork", options->selector, "1-based index or bucket name")->required();
-  command->callback([options, &context] {
+  cli::on_run(*command, context, [options, &context] {
     const auto manifest = workflow::read_manifest(options->manifest);
     const auto env = workflow::agent_env(manifest, options->selector);
-    context.emit(workflow::to_json(env), workflow::to_shell(env));
+    return cli::document(workflow::to_json(env), workflow::to_shell(env));
   });
 }
 
+}  // namespace
+
 void register_fork(CLI::App& root, cli::Context& context) {
-  auto* fork = root.add_subcommand("fork", "Create, inspect and use forks of a bucket");
-  fork->require_subcommand(1);
-  add_fork_create(*fork, context);
-  add_fork_env(*fork, context);
-  add_fork_head(*fork, context);
-  add_fork_ls(*fork, context);
+  auto* group = root.add_subcommand("fork", "Create, inspect and use forks of a bucket");
+  group->require_subcommand(1);
+  add_fork_create(*group, context);
+  add_fork_env(*group, context);
+  fork::add_fork_head(*group, context);
+  fork::add_fork_ls(*group, context);
 }
 
-}  // namespace
 }  // namespace tfork::commands
-
-TFORK_COMMAND("fork", tfork::commands::register_fork);

@@ -1,8 +1,7 @@
 // tfork fork head | ls (cli.md §2, §6; tigris-wire.md §2.7, §2.8c). Registered under the
 // `fork` group by register_fork (fork.cpp).
-#include "tfork/commands/fork_inspect.hpp"
-
 #include "tfork/cli/context.hpp"
+#include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
@@ -11,36 +10,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace tfork::commands {
+namespace tfork::commands::fork {
 namespace {
-
-void check_bucket_names(const std::vector<std::string>& names) {
-  for (const auto& name : names) {
-    if (auto problem = tigris::bucket_name_problem(name))
-      cli::Context::usage_error("invalid bucket name '" + name + "': " + *problem);
-  }
-}
 
 output::Json optional_json(const std::optional<std::string>& value) {
   return value ? output::Json(*value) : output::Json();
 }
 
+}  // namespace
+
 // ---- fork head
-
-struct HeadRow {
-  std::string bucket;
-  bool exists = false;
-  tigris::BucketHead head;  // all defaults when the bucket does not exist
-};
-
-struct HeadResult {
-  std::vector<HeadRow> buckets;
-};
 
 // One HeadBucket per bucket, in parallel; a 404 is a row with exists:false. Any other
 // failure (auth, network, ...) means the answers cannot be trusted: the first one, in input
@@ -100,28 +83,23 @@ std::string to_table(const HeadResult& result) {
 
 // cli.md leaves it open; tfork's rule: exit 3 when any bucket does not exist (after printing
 // every row), so `tfork fork head b && …` reads as "b exists".
-void fail_if_missing(const HeadResult& result) {
+std::optional<Error> missing_error(const HeadResult& result) {
   std::vector<std::string> missing;
   for (const auto& row : result.buckets)
     if (!row.exists) missing.push_back(row.bucket);
-  if (missing.empty()) return;
+  if (missing.empty()) return std::nullopt;
   std::string names;
   for (const auto& name : missing)
     names += (names.empty() ? "" : ", ") + name;
-  throw TforkError(Error{ErrorKind::not_found,
-                         "NoSuchBucket",
-                         missing.size() == 1 ? "bucket " + names + " does not exist"
-                                             : "buckets " + names + " do not exist",
-                         404,
-                         {}});
+  return Error{ErrorKind::not_found,
+               "NoSuchBucket",
+               missing.size() == 1 ? "bucket " + names + " does not exist"
+                                   : "buckets " + names + " do not exist",
+               404,
+               {}};
 }
 
 // ---- fork ls
-
-struct ListResult {
-  std::string source;
-  std::vector<tigris::FoundFork> forks;  // sorted by bucket name
-};
 
 ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
   ListResult result{source, tigris::find_forks(client, source)};
@@ -160,8 +138,6 @@ std::string to_table(const ListResult& result) {
   return table.render();
 }
 
-}  // namespace
-
 void add_fork_head(CLI::App& fork, cli::Context& context) {
   auto buckets = std::make_shared<std::vector<std::string>>();
   auto* head = fork.add_subcommand(
@@ -171,12 +147,14 @@ void add_fork_head(CLI::App& fork, cli::Context& context) {
       "Exit 0 when every bucket exists; 3 when any does not (its row says \"exists\": false)." +
       std::string("\n\n") + head->get_footer());
   head->add_option("BUCKET", *buckets, "Buckets to inspect")->required();
-  head->callback([&context, buckets] {
-    check_bucket_names(*buckets);
+  cli::on_run(*head, context, [&context, buckets] {
+    for (const auto& bucket : *buckets)
+      cli::require_bucket_name(bucket);
     const auto result = run_fork_head(context.client(), *buckets,
                                       static_cast<std::size_t>(context.options.concurrency));
-    context.emit(to_json(result), to_table(result));
-    fail_if_missing(result);
+    auto outcome = cli::document(to_json(result), to_table(result));
+    outcome.error = missing_error(result);
+    return outcome;
   });
 }
 
@@ -189,13 +167,13 @@ void add_fork_ls(CLI::App& fork, cli::Context& context) {
       "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
       std::string("\n\n") + ls->get_footer());
   ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
-  ls->callback([&context, source] {
-    check_bucket_names({*source});
+  cli::on_run(*ls, context, [&context, source] {
+    cli::require_bucket_name(*source);
     const auto result = run_fork_ls(context.client(), *source);
-    context.emit(to_json(result), to_table(result));
-    if (result.forks.empty() && context.format() == output::Format::table && !context.options.quiet)
-      std::cerr << "No forks of bucket " << result.source << ".\n";
+    auto outcome = cli::document(to_json(result), to_table(result));
+    if (result.forks.empty()) outcome.notice = "No forks of bucket " + result.source + ".";
+    return outcome;
   });
 }
 
-}  // namespace tfork::commands
+}  // namespace tfork::commands::fork

@@ -1,14 +1,13 @@
 // `tfork serve` (cli.md §8): run the local Tigris-compatible store until SIGINT/SIGTERM.
-#include "tfork/server/serve.hpp"
+#include "tfork/commands/serve.hpp"
 
-#include "tfork/cli/command.hpp"
 #include "tfork/cli/context.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/server/serve.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 namespace tfork::commands {
@@ -24,25 +23,19 @@ struct ServeCliOptions {
   std::string durability = "normal";
 };
 
-[[noreturn]] void usage(std::string message) {
-  throw TforkError(ErrorKind::usage, "InvalidOption", std::move(message));
-}
-
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
-std::filesystem::path default_data_dir() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
-    return std::filesystem::path(xdg) / "tfork" / "serve";
-  }
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) usage("--data is required when neither XDG_DATA_HOME nor HOME is set");
-  return std::filesystem::path(home) / ".local" / "share" / "tfork" / "serve";
+std::filesystem::path default_data_dir(const cli::Environment& env) {
+  if (const auto xdg = env("XDG_DATA_HOME")) return std::filesystem::path(*xdg) / "tfork" / "serve";
+  const auto home = env("HOME");
+  if (!home) usage_error("--data is required when neither XDG_DATA_HOME nor HOME is set");
+  return std::filesystem::path(*home) / ".local" / "share" / "tfork" / "serve";
 }
 
 // HOST:PORT, with [v6]:PORT for IPv6 literals.
 void parse_listen(const std::string& text, server::ServeOptions& options) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    usage("--listen must be HOST:PORT, e.g. 127.0.0.1:9000 (got \"" + text + "\")");
+    usage_error("--listen must be HOST:PORT, e.g. 127.0.0.1:9000 (got \"" + text + "\")");
   }
   std::string host = text.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
@@ -56,23 +49,25 @@ void parse_listen(const std::string& text, server::ServeOptions& options) {
   } catch (const std::exception&) {
     port = -1;
   }
-  if (port < 0 || port > 65535) usage("--listen port must be 0-65535 (got \"" + port_text + "\")");
+  if (port < 0 || port > 65535)
+    usage_error("--listen port must be 0-65535 (got \"" + port_text + "\")");
   options.host = std::move(host);
   options.port = port;
 }
 
-server::ServeOptions to_serve_options(const ServeCliOptions& cli) {
+server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Environment& env) {
   server::ServeOptions options;
-  options.data_dir = cli.data.empty() ? default_data_dir() : std::filesystem::path(cli.data);
+  options.data_dir = cli.data.empty() ? default_data_dir(env) : std::filesystem::path(cli.data);
   parse_listen(cli.listen, options);
   if (cli.root_access_key.empty() != cli.root_secret_key.empty()) {
-    usage("--root-access-key and --root-secret-key must be given together");
+    usage_error("--root-access-key and --root-secret-key must be given together");
   }
   options.root_access_key = cli.root_access_key;
   options.root_secret_key = cli.root_secret_key;
-  if (cli.latency_ms < 0) usage("--latency must be >= 0 milliseconds");
+  if (cli.latency_ms < 0) usage_error("--latency must be >= 0 milliseconds");
   options.latency_ms = cli.latency_ms;
-  if (!(cli.fail_rate >= 0.0 && cli.fail_rate <= 1.0)) usage("--fail-rate must be between 0 and 1");
+  if (!(cli.fail_rate >= 0.0 && cli.fail_rate <= 1.0))
+    usage_error("--fail-rate must be between 0 and 1");
   options.fail_rate = cli.fail_rate;
   if (cli.durability == "full")
     options.durability = store::Durability::full;
@@ -81,13 +76,14 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli) {
   else if (cli.durability == "off")
     options.durability = store::Durability::off;
   else
-    usage("--durability must be full, normal or off");
+    usage_error("--durability must be full, normal or off");
   return options;
 }
 
-int run_serve(const ServeCliOptions& cli) {
-  const auto options = to_serve_options(cli);
-  return server::run_server(
+cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment& env) {
+  const auto options = to_serve_options(cli, env);
+  cli::CommandResult result;
+  const int code = server::run_server(
       options, [&](int port, const std::string& access_key, const std::string& secret_key) {
         // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
         const auto host =
@@ -98,7 +94,13 @@ int run_serve(const ServeCliOptions& cli) {
         std::printf("export AWS_REGION=auto\n");
         std::fflush(stdout);
       });
+  // run_server has logged why it stopped.
+  if (code != 0)
+    result.error = Error{ErrorKind::other, "ServeFailed", "tfork serve stopped", 0, {}};
+  return result;
 }
+
+}  // namespace
 
 void register_serve(CLI::App& root, cli::Context& context) {
   auto cli = std::make_shared<ServeCliOptions>();
@@ -120,12 +122,7 @@ void register_serve(CLI::App& root, cli::Context& context) {
       ->type_name("P");
   command->add_option("--durability", cli->durability,
                       "full (fsync everything), normal (survives kill -9; default) or off");
-  // run_server logs why it stopped; its code becomes the process's exit code.
-  command->callback([cli, &context] { context.exit_code = run_serve(*cli); });
+  cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
-
-}  // namespace
-
-TFORK_COMMAND("serve", register_serve);
 
 }  // namespace tfork::commands

@@ -1,5 +1,6 @@
 // tfork snapshot take | ls | rm (cli.md §2, §6; tigris-wire.md §1.4, §2.3–2.5).
-#include "tfork/cli/command.hpp"
+#include "tfork/commands/snapshot.hpp"
+
 #include "tfork/cli/context.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
@@ -10,25 +11,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace tfork::commands {
+namespace tfork::commands::snapshot {
 namespace {
-
-output::Json item_error_json(const Error& error) {
-  return output::Json{
-      {"code", error.code},
-      {"message", error.message},
-      {"http_status", error.http_status ? output::Json(error.http_status) : output::Json()}};
-}
-
-void check_bucket_name(const std::string& name) {
-  if (auto problem = tigris::bucket_name_problem(name))
-    cli::Context::usage_error("invalid bucket name '" + name + "': " + *problem);
-}
 
 // Versions are ns decimals of up to 19 digits (tigris-wire.md §1.4), so the longer string
 // is the later one and equal lengths compare as text.
@@ -36,24 +24,15 @@ bool newer(const std::string& a, const std::string& b) {
   return a.size() != b.size() ? a.size() > b.size() : a > b;
 }
 
+}  // namespace
+
 // ---- snapshot take
 
-struct TakeOptions {
-  std::string bucket;
-  std::optional<std::string> name;
-};
-
-struct TakeResult {
-  std::string bucket;
-  std::string version;
-  std::optional<std::string> name;
-};
-
 void check(const TakeOptions& options) {
-  check_bucket_name(options.bucket);
+  cli::require_bucket_name(options.bucket);
   if (options.name) {
     if (auto problem = tigris::snapshot_name_problem(*options.name))
-      cli::Context::usage_error("invalid snapshot name: " + *problem);
+      usage_error("invalid snapshot name: " + *problem);
   }
 }
 
@@ -85,16 +64,6 @@ std::string to_table(const TakeResult& result) {
 }
 
 // ---- snapshot ls
-
-struct ListOptions {
-  std::string bucket;
-  int limit = 0;  // 0: all
-};
-
-struct ListResult {
-  std::string bucket;
-  std::vector<tigris::Snapshot> snapshots;  // newest first
-};
 
 ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options) {
   ListResult result{options.bucket, {}};
@@ -149,29 +118,13 @@ std::string to_table(const ListResult& result) {
 
 // ---- snapshot rm
 
-struct RemoveOptions {
-  std::string bucket;
-  std::vector<std::string> versions;
-};
-
-struct RemoveItem {
-  std::string version;
-  std::string status;  // "deleted" | "already-gone" | "failed"
-  std::optional<Error> error;
-};
-
-struct RemoveResult {
-  std::string bucket;
-  std::vector<RemoveItem> versions;
-};
-
 void check(const RemoveOptions& options) {
-  check_bucket_name(options.bucket);
+  cli::require_bucket_name(options.bucket);
   for (const auto& version : options.versions) {
     if (!tigris::is_snapshot_version(version)) {
-      cli::Context::usage_error("invalid snapshot version '" + version +
-                                "': a version is a decimal Unix time in nanoseconds, e.g. "
-                                "1751631910196672425 (see tfork snapshot ls)");
+      usage_error("invalid snapshot version '" + version +
+                  "': a version is a decimal Unix time in nanoseconds, e.g. "
+                  "1751631910196672425 (see tfork snapshot ls)");
     }
   }
 }
@@ -184,14 +137,14 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
   const auto answers = client.send_all(operations, concurrency);
   RemoveResult result{options.bucket, {}};
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    RemoveItem item{options.versions[i], "deleted", std::nullopt};
+    RemoveItem item{options.versions[i], {"deleted", std::nullopt}};
     if (auto error = tigris::error_from_result(answers[i], "DeleteBucketSnapshot")) {
       // Only an unknown snapshot is "already gone"; a missing bucket is a failure (exit 3).
       if (error->code == "NoSuchSnapshot") {
-        item.status = "already-gone";
+        item.outcome.status = "already-gone";
       } else {
-        item.status = "failed";
-        item.error = std::move(*error);
+        item.outcome.status = "failed";
+        item.outcome.error = std::move(*error);
       }
     }
     result.versions.push_back(std::move(item));
@@ -201,32 +154,31 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
 
 output::Json to_json(const RemoveResult& result) {
   output::Json versions = output::Json::array();
-  for (const auto& item : result.versions) {
-    output::Json entry{{"version", item.version}, {"status", item.status}};
-    if (item.error) entry["error"] = item_error_json(*item.error);
-    versions.push_back(std::move(entry));
-  }
+  for (const auto& item : result.versions)
+    versions.push_back(output::item_json(output::Json{{"version", item.version}}, item.outcome));
   return output::Json{{"bucket", result.bucket}, {"versions", std::move(versions)}};
 }
 
 std::string to_table(const RemoveResult& result) {
   output::Table table({"VERSION", "STATUS", "ERROR"});
-  for (const auto& item : result.versions) {
-    table.row({item.version, item.status,
-               item.error ? item.error->message + " (" + item.error->code + ")" : ""});
-  }
+  for (const auto& item : result.versions)
+    table.row({item.version, item.outcome.status, output::item_error_text(item.outcome)});
   return table.render();
 }
 
-// The batch exit rule of cli.md §6 (workflow::throw_if_batch_failed).
-void fail_if_any_failed(const RemoveResult& result) {
+// The batch exit rule of cli.md §6 (workflow::batch_error).
+std::optional<Error> batch_error(const RemoveResult& result) {
   std::vector<const Error*> failures;
   for (const auto& item : result.versions)
-    if (item.error) failures.push_back(&*item.error);
-  workflow::throw_if_batch_failed(failures, result.versions.size(), "snapshots");
+    if (item.outcome.error) failures.push_back(&*item.outcome.error);
+  return workflow::batch_error(failures, result.versions.size(), "snapshots");
 }
 
-// ---- registration
+}  // namespace tfork::commands::snapshot
+
+namespace tfork::commands {
+
+using namespace snapshot;
 
 void register_snapshot(CLI::App& root, cli::Context& context) {
   auto* snapshot = root.add_subcommand("snapshot", "Take, list and delete bucket snapshots");
@@ -238,16 +190,15 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   take->add_option("BUCKET", take_options->bucket, "Bucket to snapshot")->required();
   take->add_option("--name", take_options->name,
                    "Snapshot name (printable ASCII, no ';', no line breaks)");
-  take->callback([&context, take_options] {
+  cli::on_run(*take, context, [&context, take_options] {
     check(*take_options);
     if (context.options.dry_run) {
       const tigris::Operation ops[] = {
           tigris::take_snapshot(take_options->bucket, take_options->name)};
-      context.emit_dry_run(ops);
-      return;
+      return context.dry_run(ops);
     }
     const auto result = run_snapshot_take(context.client(), *take_options);
-    context.emit(to_json(result), to_table(result));
+    return cli::document(to_json(result), to_table(result));
   });
 
   auto ls_options = std::make_shared<ListOptions>();
@@ -256,13 +207,12 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   ls->add_option("BUCKET", ls_options->bucket, "Bucket whose snapshots to list")->required();
   ls->add_option("--limit", ls_options->limit, "List at most N snapshots (the newest)")
       ->check(CLI::PositiveNumber);
-  ls->callback([&context, ls_options] {
-    check_bucket_name(ls_options->bucket);
+  cli::on_run(*ls, context, [&context, ls_options] {
+    cli::require_bucket_name(ls_options->bucket);
     const auto result = run_snapshot_ls(context.client(), *ls_options);
-    context.emit(to_json(result), to_table(result));
-    if (result.snapshots.empty() && context.format() == output::Format::table &&
-        !context.options.quiet)
-      std::cerr << "No snapshots of bucket " << result.bucket << ".\n";
+    auto outcome = cli::document(to_json(result), to_table(result));
+    if (result.snapshots.empty()) outcome.notice = "No snapshots of bucket " + result.bucket + ".";
+    return outcome;
   });
 
   auto rm_options = std::make_shared<RemoveOptions>();
@@ -275,7 +225,7 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   rm->add_option("BUCKET", rm_options->bucket, "Bucket the snapshots belong to")->required();
   rm->add_option("VERSION", rm_options->versions, "Snapshot versions (see tfork snapshot ls)")
       ->required();
-  rm->callback([&context, rm_options] {
+  cli::on_run(*rm, context, [&context, rm_options] {
     check(*rm_options);
     std::vector<std::string> unique;
     for (const auto& version : rm_options->versions)
@@ -285,17 +235,14 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
       std::vector<tigris::Operation> ops;
       for (const auto& version : rm_options->versions)
         ops.push_back(tigris::delete_snapshot(rm_options->bucket, version));
-      context.emit_dry_run(ops);
-      return;
+      return context.dry_run(ops);
     }
     const auto result = run_snapshot_rm(context.client(), *rm_options,
                                         static_cast<std::size_t>(context.options.concurrency));
-    context.emit(to_json(result), to_table(result));
-    fail_if_any_failed(result);
+    auto outcome = cli::document(to_json(result), to_table(result));
+    outcome.error = batch_error(result);
+    return outcome;
   });
 }
 
-}  // namespace
 }  // namespace tfork::commands
-
-TFORK_COMMAND("snapshot", tfork::commands::register_snapshot);

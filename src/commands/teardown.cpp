@@ -1,12 +1,12 @@
 // tfork teardown (cli.md §5): from manifests, from fork names, or every fork of a source with
 // a prefix. The manifest files are left in place (a re-run reads them again and finds
 // everything already gone). The workflow lives in tfork/workflow/teardown.
-#include "tfork/workflow/teardown.hpp"
+#include "tfork/commands/teardown.hpp"
 
-#include "tfork/cli/command.hpp"
 #include "tfork/cli/context.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/workflow/manifest.hpp"
+#include "tfork/workflow/teardown.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -34,8 +34,8 @@ void use_manifest_endpoints(const std::vector<workflow::Manifest>& manifests,
       const std::string& value = manifest.*member;
       if (value.empty()) continue;
       if (!recorded.empty() && value != recorded)
-        cli::Context::usage_error(std::string("the manifests name different endpoints (") +
-                                  recorded + ", " + value + "): tear them down one at a time");
+        usage_error(std::string("the manifests name different endpoints (") + recorded + ", " +
+                    value + "): tear them down one at a time");
       recorded = value;
     }
     if (recorded.empty()) return;
@@ -50,17 +50,16 @@ void use_manifest_endpoints(const std::vector<workflow::Manifest>& manifests,
        "--iam-endpoint-url");
 }
 
-void run(const TeardownOptions& options, cli::Context& context) {
+cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   const int modes = (options.manifests.empty() ? 0 : 1) + (options.forks.empty() ? 0 : 1) +
                     (options.source.empty() ? 0 : 1);
   if (modes != 1)
-    cli::Context::usage_error(
+    usage_error(
         "say what to tear down: --manifest FILE..., fork names, or --source S --prefix P "
         "(exactly one of them)");
-  if (!options.prefix.empty() && options.source.empty())
-    cli::Context::usage_error("--prefix goes with --source");
+  if (!options.prefix.empty() && options.source.empty()) usage_error("--prefix goes with --source");
   if (options.delete_snapshot && options.manifests.empty())
-    cli::Context::usage_error("--delete-snapshot needs --manifest (it names the snapshot)");
+    usage_error("--delete-snapshot needs --manifest (it names the snapshot)");
 
   workflow::TeardownPlan plan;
   if (!options.manifests.empty()) {
@@ -72,15 +71,13 @@ void run(const TeardownOptions& options, cli::Context& context) {
   } else if (!options.forks.empty()) {
     plan = workflow::plan_from_names(options.forks);
   } else {
-    if (auto problem = tigris::bucket_name_problem(options.source))
-      cli::Context::usage_error("invalid source bucket name '" + options.source + "': " + *problem);
+    cli::require_bucket_name(options.source, "source bucket");
     if (options.prefix.empty())
-      cli::Context::usage_error("--source needs --prefix: say which of its forks to tear down");
+      usage_error("--source needs --prefix: say which of its forks to tear down");
     if (context.options.dry_run) {
       // The forks to delete are only known from a listing, and a dry run sends nothing.
       const tigris::Operation listing = tigris::list_forks(options.source);
-      context.emit_dry_run(std::span(&listing, 1));
-      return;
+      return context.dry_run(std::span(&listing, 1));
     }
     plan = workflow::plan_from_source(context.client(), options.source, options.prefix);
   }
@@ -88,21 +85,16 @@ void run(const TeardownOptions& options, cli::Context& context) {
   plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
   plan.progress = context.progress_enabled();
 
-  if (context.options.dry_run) {
-    context.emit_dry_run(workflow::teardown_operations(plan));
-    return;
-  }
-  auto result = workflow::run_teardown(context.client(), plan, cli::interrupted());
-  context.emit(workflow::to_json(result), workflow::to_table(result));
-  if (result.exit_code == 0) return;
-  if (result.exit_code == exit_code(ErrorKind::partial)) {
-    spdlog::warn("{}", result.error ? result.error->message : "some forks failed");
-    context.exit_code = result.exit_code;
-    return;
-  }
-  throw TforkError(
-      result.error.value_or(Error{ErrorKind::other, "Failed", "teardown failed", 0, {}}));
+  if (context.options.dry_run) return context.dry_run(workflow::teardown_operations(plan));
+  const auto teardown = workflow::run_teardown(context.client(), plan, cli::interrupted());
+  auto result = cli::document(workflow::to_json(teardown), workflow::to_table(teardown));
+  if (teardown.exit_code != 0)
+    result.error =
+        teardown.error.value_or(Error{ErrorKind::other, "Failed", "teardown failed", 0, {}});
+  return result;
 }
+
+}  // namespace
 
 void register_teardown(CLI::App& root, cli::Context& context) {
   auto options = std::make_shared<TeardownOptions>();
@@ -121,10 +113,7 @@ void register_teardown(CLI::App& root, cli::Context& context) {
                     "Also delete named buckets that are not forks");
   command->add_flag("--delete-snapshot", options->delete_snapshot,
                     "Also delete the manifests' snapshots, after the forks");
-  command->callback([options, &context] { run(*options, context); });
+  cli::on_run(*command, context, [options, &context] { return run(*options, context); });
 }
 
-}  // namespace
 }  // namespace tfork::commands
-
-TFORK_COMMAND("teardown", tfork::commands::register_teardown);

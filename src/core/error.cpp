@@ -82,4 +82,8 @@ ErrorKind kind_for_service_error(std::string_view code, int http_status) {
   }
 }
 
+void usage_error(std::string message) {
+  throw TforkError(ErrorKind::usage, "UsageError", std::move(message));
+}
+
 }  // namespace tfork

@@ -97,11 +97,8 @@ std::string key_name_for(std::string_view bucket) {
   return std::string(bucket) + "-key";
 }
 
-output::Json item_error_json(const Error& error) {
-  return output::Json{
-      {"code", error.code},
-      {"message", error.message},
-      {"http_status", error.http_status ? output::Json(error.http_status) : output::Json()}};
+output::ItemStatus item_status(const ManifestFork& fork) {
+  return {std::string(status_name(fork.status)), fork.error};
 }
 
 Error item_error_from_json(const output::Json& json) {
@@ -118,14 +115,12 @@ Error item_error_from_json(const output::Json& json) {
 output::Json to_json(const Manifest& manifest) {
   output::Json forks = output::Json::array();
   for (const auto& fork : manifest.forks) {
-    output::Json item{
-        {"bucket", fork.bucket},
-        {"status", status_name(fork.status)},
-        {"access_key_id", output::json_or_null(fork.access_key_id)},
-        {"secret_access_key", output::json_or_null(fork.secret_access_key)},
-        {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}};
-    if (fork.error) item["error"] = item_error_json(*fork.error);
-    forks.push_back(std::move(item));
+    forks.push_back(output::item_json(
+        output::Json{{"bucket", fork.bucket}}, item_status(fork),
+        output::Json{
+            {"access_key_id", output::json_or_null(fork.access_key_id)},
+            {"secret_access_key", output::json_or_null(fork.secret_access_key)},
+            {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}}));
   }
   return output::Json{{"source", manifest.source},
                       {"snapshot", output::json_or_null(manifest.snapshot)},
@@ -172,7 +167,7 @@ std::string to_table(const Manifest& manifest) {
     std::vector<std::string> row{fork.bucket, std::string(status_name(fork.status)),
                                  fork.access_key_id.empty() ? "-" : fork.access_key_id,
                                  fork.role ? std::string(iam::role_name(*fork.role)) : "-"};
-    if (any_error) row.push_back(fork.error ? fork.error->message : "");
+    if (any_error) row.push_back(output::item_error_text(item_status(fork)));
     table.row(std::move(row));
   }
   return fmt::format("source {}  snapshot {}\n", manifest.source,

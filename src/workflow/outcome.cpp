@@ -18,21 +18,24 @@ int batch_exit_code(std::span<const ItemOutcome> items) {
   return exit_code(ErrorKind::partial);
 }
 
-void throw_if_batch_failed(std::span<const Error* const> failures, std::size_t total,
-                           std::string_view items) {
-  if (failures.empty()) return;
+std::optional<Error> batch_error(std::span<const Error* const> failures, std::size_t total,
+                                 std::string_view items) {
+  if (failures.empty()) return std::nullopt;
   std::vector<ItemOutcome> outcomes(total - failures.size());
   for (const auto* failure : failures)
     outcomes.push_back({false, failure->kind});
   if (batch_exit_code(outcomes) != exit_code(ErrorKind::partial)) {
-    if (failures.size() == 1) throw TforkError(*failures.front());
+    if (failures.size() == 1) return *failures.front();
     Error error = *failures.front();
     error.message = fmt::format("{} {} could not be deleted; the first: {}", failures.size(), items,
                                 error.message);
-    throw TforkError(std::move(error));
+    return error;
   }
-  throw TforkError(ErrorKind::partial, "PartialFailure",
-                   fmt::format("{} of {} {} could not be deleted", failures.size(), total, items));
+  return Error{ErrorKind::partial,
+               "PartialFailure",
+               fmt::format("{} of {} {} could not be deleted", failures.size(), total, items),
+               0,
+               {}};
 }
 
 }  // namespace tfork::workflow

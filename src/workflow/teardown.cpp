@@ -60,6 +60,11 @@ std::string_view key_outcome_name(KeyOutcome outcome) {
   return "failed";
 }
 
+template <typename Item>
+output::ItemStatus item_status(const Item& item) {
+  return {std::string(bucket_outcome_name(item.status)), item.error};
+}
+
 bool is_gone(const Error& error) {
   return error.http_status == 404 || error.code == "NoSuchEntity" || error.code == "NoSuchBucket";
 }
@@ -540,19 +545,13 @@ TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
 output::Json to_json(const TeardownResult& result) {
   output::Json forks = output::Json::array();
   for (const auto& item : result.forks) {
-    output::Json entry{{"bucket", item.bucket},
-                       {"status", bucket_outcome_name(item.status)},
-                       {"key", key_outcome_name(item.key)}};
-    if (item.error) entry["error"] = item_error_json(*item.error);
-    forks.push_back(std::move(entry));
+    forks.push_back(output::item_json(output::Json{{"bucket", item.bucket}}, item_status(item),
+                                      output::Json{{"key", key_outcome_name(item.key)}}));
   }
   output::Json snapshots = output::Json::array();
   for (const auto& item : result.snapshots) {
-    output::Json entry{{"bucket", item.bucket},
-                       {"version", item.version},
-                       {"status", bucket_outcome_name(item.status)}};
-    if (item.error) entry["error"] = item_error_json(*item.error);
-    snapshots.push_back(std::move(entry));
+    snapshots.push_back(output::item_json(
+        output::Json{{"bucket", item.bucket}, {"version", item.version}}, item_status(item)));
   }
   return output::Json{{"forks", std::move(forks)}, {"snapshots", std::move(snapshots)}};
 }
@@ -561,10 +560,11 @@ std::string to_table(const TeardownResult& result) {
   output::Table table({"BUCKET", "STATUS", "KEY", "ERROR"});
   for (const auto& item : result.forks)
     table.row({item.bucket, std::string(bucket_outcome_name(item.status)),
-               std::string(key_outcome_name(item.key)), item.error ? item.error->message : ""});
+               std::string(key_outcome_name(item.key)),
+               output::item_error_text(item_status(item))});
   for (const auto& item : result.snapshots)
     table.row({item.bucket + " @" + item.version, std::string(bucket_outcome_name(item.status)),
-               "-", item.error ? item.error->message : ""});
+               "-", output::item_error_text(item_status(item))});
   return table.render("no forks to tear down\n");
 }
 

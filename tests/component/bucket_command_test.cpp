@@ -1,13 +1,15 @@
 // tfork bucket create | rm against the recording transport: the exact requests (method, path,
 // X-Tigris headers signed), --exist-ok, --force, per-bucket statuses and the exit rule.
+#include "tfork/commands/bucket.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "../../src/commands/bucket.cpp"  // NOLINT(bugprone-suspicious-include)
 #include "command_harness.hpp"
 
 using namespace tfork;
 using namespace tfork::testing::commands;
 using tfork::testing::FakeTransport;
+namespace bucket_cmd = tfork::commands::bucket;
 
 namespace {
 
@@ -21,6 +23,16 @@ ErrorKind failure_kind(const std::function<void()>& action) {
   return ErrorKind::other;
 }
 
+// The batch exit rule as an exception, for failure_kind.
+void fail_if_any_failed(const bucket_cmd::RemoveResult& result) {
+  if (auto error = bucket_cmd::batch_error(result)) throw TforkError(std::move(*error));
+}
+
+void check_bucket_names(const std::vector<std::string>& names) {
+  for (const auto& name : names)
+    tfork::cli::require_bucket_name(name);
+}
+
 }  // namespace
 
 TEST_CASE("bucket create sends PUT /NAME, with X-Tigris-Enable-Snapshot signed when asked",
@@ -28,7 +40,7 @@ TEST_CASE("bucket create sends PUT /NAME, with X-Tigris-Enable-Snapshot signed w
   FakeTransport transport;
   tigris::Client client(settings(), transport, fixed_clock());
 
-  auto result = commands::run_bucket_create(client, {"training-data", true, false});
+  auto result = bucket_cmd::run_bucket_create(client, {"training-data", true, false});
   REQUIRE(transport.requests.size() == 1);
   const auto& request = transport.requests[0];
   CHECK(request.method == "PUT");
@@ -38,11 +50,11 @@ TEST_CASE("bucket create sends PUT /NAME, with X-Tigris-Enable-Snapshot signed w
   CHECK(header_of(request, "X-Tigris-Enable-Snapshot") == "true");
   CHECK(signed_headers(request).contains("x-tigris-enable-snapshot"));
   CHECK(signed_headers(request).contains("host"));
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(bucket_cmd::to_json(result).dump() ==
         R"({"bucket":"training-data","created":true,"snapshots_enabled":true})");
 
   transport.requests.clear();
-  result = commands::run_bucket_create(client, {"plain", false, false});
+  result = bucket_cmd::run_bucket_create(client, {"plain", false, false});
   CHECK(header_of(transport.requests.at(0), "X-Tigris-Enable-Snapshot") == "<absent>");
   CHECK_FALSE(result.snapshots_enabled);
 }
@@ -60,26 +72,26 @@ TEST_CASE("bucket create on an existing bucket: exit 6, or created:false with --
 
   SECTION("without --exist-ok: the conflict, and no HeadBucket") {
     CHECK(failure_kind([&] {
-            commands::run_bucket_create(client, {"data", true, false});
+            bucket_cmd::run_bucket_create(client, {"data", true, false});
           }) == ErrorKind::conflict);
     CHECK(transport.requests.size() == 1);
   }
   SECTION("--exist-ok: a HeadBucket reports the snapshot setting") {
-    auto result = commands::run_bucket_create(client, {"data", true, true});
+    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true});
     REQUIRE(transport.requests.size() == 2);
     CHECK(transport.requests[1].method == "HEAD");
     CHECK(path_of(transport.requests[1]) == "/data");
-    CHECK(commands::to_json(result).dump() ==
+    CHECK(bucket_cmd::to_json(result).dump() ==
           R"({"bucket":"data","created":false,"snapshots_enabled":true})");
     snapshots_on_head = false;
-    result = commands::run_bucket_create(client, {"data", false, true});
+    result = bucket_cmd::run_bucket_create(client, {"data", false, true});
     CHECK_FALSE(result.snapshots_enabled);
     CHECK_FALSE(result.created);
   }
   SECTION("--exist-ok on someone else's bucket (HeadBucket 403): still the conflict") {
     head_status = 403;
     CHECK(failure_kind([&] {
-            commands::run_bucket_create(client, {"data", false, true});
+            bucket_cmd::run_bucket_create(client, {"data", false, true});
           }) == ErrorKind::conflict);
   }
 }
@@ -92,16 +104,14 @@ TEST_CASE("bucket create: BucketAlreadyOwnedByYou after a retry counts as create
     return response;
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_bucket_create(client, {"data", false, false});
+  const auto result = bucket_cmd::run_bucket_create(client, {"data", false, false});
   CHECK(result.created);
 }
 
 TEST_CASE("bucket create: names are checked before anything is sent", "[bucket][names]") {
-  CHECK(failure_kind([] { commands::check_bucket_names({"Bad_Name"}); }) == ErrorKind::usage);
-  CHECK(failure_kind([] {
-          commands::check_bucket_names({"ok-name", "10.0.0.1"});
-        }) == ErrorKind::usage);
-  CHECK_NOTHROW(commands::check_bucket_names({"ok-name", "other.name"}));
+  CHECK(failure_kind([] { check_bucket_names({"Bad_Name"}); }) == ErrorKind::usage);
+  CHECK(failure_kind([] { check_bucket_names({"ok-name", "10.0.0.1"}); }) == ErrorKind::usage);
+  CHECK_NOTHROW(check_bucket_names({"ok-name", "other.name"}));
 }
 
 TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input order",
@@ -115,7 +125,7 @@ TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input orde
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = commands::run_bucket_rm(client, {{"one", "gone", "full"}, false}, 5);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"one", "gone", "full"}, false}, 5);
   CHECK(transport.last_max_parallel == 5);
   REQUIRE(transport.requests.size() >= 3);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -123,41 +133,41 @@ TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input orde
     CHECK(header_of(transport.requests[i], "Tigris-Force-Delete") == "<absent>");
   }
   CHECK(path_of(transport.requests[0]) == "/one");
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(bucket_cmd::to_json(result).dump() ==
         R"({"buckets":[{"bucket":"one","status":"deleted"},)"
         R"({"bucket":"gone","status":"already-gone"},)"
         R"({"bucket":"full","status":"failed","error":{"code":"BucketNotEmpty",)"
         R"("message":"DeleteBucket failed: BucketNotEmpty message","http_status":409}}]})");
   // A mixed batch exits 7.
-  CHECK(failure_kind([&] { commands::fail_if_any_failed(result); }) == ErrorKind::partial);
-  CHECK_THAT(commands::to_table(result), Catch::Contains("BucketNotEmpty"));
+  CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::partial);
+  CHECK_THAT(bucket_cmd::to_table(result), Catch::Contains("BucketNotEmpty"));
 }
 
 TEST_CASE("bucket rm exit rule", "[bucket][rm]") {
-  using commands::RemoveItem;
-  using commands::RemoveResult;
+  using bucket_cmd::RemoveItem;
+  using bucket_cmd::RemoveResult;
   const Error conflict{ErrorKind::conflict, "BucketNotEmpty", "not empty", 409, {}};
   const Error network{ErrorKind::network, "ConnectError", "refused", 0, {}};
 
-  CHECK_NOTHROW(commands::fail_if_any_failed(
-      RemoveResult{{{"a", "deleted", std::nullopt}, {"b", "already-gone", std::nullopt}}}));
+  CHECK_NOTHROW(fail_if_any_failed(
+      RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"already-gone", std::nullopt}}}}));
   // One bucket: its own error.
   CHECK(failure_kind([&] {
-          commands::fail_if_any_failed(RemoveResult{{{"a", "failed", conflict}}});
+          fail_if_any_failed(RemoveResult{{{"a", {"failed", conflict}}}});
         }) == ErrorKind::conflict);
   // All failed for one reason: that reason.
-  CHECK(failure_kind([&] {
-          commands::fail_if_any_failed(
-              RemoveResult{{{"a", "failed", network}, {"b", "failed", network}}});
-        }) == ErrorKind::network);
+  CHECK(
+      failure_kind([&] {
+        fail_if_any_failed(RemoveResult{{{"a", {"failed", network}}, {"b", {"failed", network}}}});
+      }) == ErrorKind::network);
   // Different reasons, or some succeeded: 7.
+  CHECK(
+      failure_kind([&] {
+        fail_if_any_failed(RemoveResult{{{"a", {"failed", network}}, {"b", {"failed", conflict}}}});
+      }) == ErrorKind::partial);
   CHECK(failure_kind([&] {
-          commands::fail_if_any_failed(
-              RemoveResult{{{"a", "failed", network}, {"b", "failed", conflict}}});
-        }) == ErrorKind::partial);
-  CHECK(failure_kind([&] {
-          commands::fail_if_any_failed(
-              RemoveResult{{{"a", "deleted", std::nullopt}, {"b", "failed", conflict}}});
+          fail_if_any_failed(
+              RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"failed", conflict}}}});
         }) == ErrorKind::partial);
 }
 
@@ -172,19 +182,19 @@ TEST_CASE("bucket rm of a fork parent names its forks (X-Tigris-Fork listing)", 
                     "ForkInfo":{"HasChildren":false,"Parents":[{"BucketName":"src","Snapshot":"5"}]}}]}})");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_bucket_rm(client, {{"src"}, false}, 32);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"src"}, false}, 32);
   REQUIRE(transport.requests.size() == 2);
   const auto& listing = transport.requests[1];
   CHECK(listing.method == "GET");
   CHECK(path_of(listing) == "/");
   CHECK(header_of(listing, "X-Tigris-Fork") == "src");
   CHECK(signed_headers(listing).contains("x-tigris-fork"));
-  REQUIRE(result.buckets.at(0).error);
-  const auto& error = *result.buckets[0].error;
+  REQUIRE(result.buckets.at(0).outcome.error);
+  const auto& error = *result.buckets[0].outcome.error;
   CHECK(error.code == "BucketHasForks");
   CHECK(error.kind == ErrorKind::conflict);
   CHECK_THAT(error.message, Catch::Contains("src-fork-1, src-fork-2"));
-  CHECK(failure_kind([&] { commands::fail_if_any_failed(result); }) == ErrorKind::conflict);
+  CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::conflict);
 }
 
 TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
@@ -201,7 +211,7 @@ TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
     return ok(204);
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_bucket_rm(client, {{"parent", "missing", "child"}, true}, 8);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"parent", "missing", "child"}, true}, 8);
 
   std::vector<std::string> deletes;
   for (const auto& request : transport.requests) {
@@ -212,10 +222,10 @@ TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
   }
   CHECK(deletes == std::vector<std::string>{"/child"});
   CHECK(transport.requests[0].method == "HEAD");
-  CHECK(result.buckets[0].status == "failed");
-  CHECK(result.buckets[0].error->code == "BucketHasForks");
-  CHECK(result.buckets[1].status == "already-gone");
-  CHECK(result.buckets[2].status == "deleted");
+  CHECK(result.buckets[0].outcome.status == "failed");
+  CHECK(result.buckets[0].outcome.error->code == "BucketHasForks");
+  CHECK(result.buckets[1].outcome.status == "already-gone");
+  CHECK(result.buckets[2].outcome.status == "deleted");
 }
 
 TEST_CASE("bucket rm: a network failure is a failed item with http_status null", "[bucket][rm]") {
@@ -223,7 +233,7 @@ TEST_CASE("bucket rm: a network failure is a failed item with http_status null",
     return std::unexpected(http::TransportError{http::TransportError::Kind::connect, "refused", 3});
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_bucket_rm(client, {{"one"}, false}, 32);
-  CHECK(commands::to_json(result)["buckets"][0]["error"]["http_status"].is_null());
-  CHECK(failure_kind([&] { commands::fail_if_any_failed(result); }) == ErrorKind::network);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"one"}, false}, 32);
+  CHECK(bucket_cmd::to_json(result)["buckets"][0]["error"]["http_status"].is_null());
+  CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::network);
 }

@@ -1,9 +1,7 @@
 #pragma once
 // Shared by the command component tests (bucket, snapshot, fork head/ls): a Client over the
 // recording FakeTransport, and readers for the recorded wire requests.
-//
-// The command files are compiled into these tests by #include (the commands are objects of
-// the tfork executable, not of a library), one command file per test file.
+// The commands come from the tfork_cli library (include/tfork/commands/*.hpp).
 
 #include "tfork/tigris/client.hpp"
 

@@ -1,13 +1,15 @@
 // tfork fork head | ls against the recording transport: HeadBucket in parallel with the fork
 // headers parsed, the X-Tigris-Fork listing with pagination, and the full-listing fallback.
+#include "tfork/commands/fork.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "../../src/commands/fork_inspect.cpp"  // NOLINT(bugprone-suspicious-include)
 #include "command_harness.hpp"
 
 using namespace tfork;
 using namespace tfork::testing::commands;
 using tfork::testing::FakeTransport;
+namespace fork_cmd = tfork::commands::fork;
 
 namespace {
 
@@ -28,6 +30,10 @@ std::string fork_json(const std::string& name, const std::string& parent,
          snapshot + R"(","ForkCreatedAt":"2026-11-29T09:00:00Z"}]}})";
 }
 
+void fail_if_missing(const fork_cmd::HeadResult& result) {
+  if (auto error = fork_cmd::missing_error(result)) throw TforkError(std::move(*error));
+}
+
 }  // namespace
 
 TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", "[fork][head]") {
@@ -45,7 +51,7 @@ TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", 
   tigris::Client client(settings(), transport, fixed_clock());
 
   const auto result =
-      commands::run_fork_head(client, {"run-42-3", "training-data", "nothing-here"}, 16);
+      fork_cmd::run_fork_head(client, {"run-42-3", "training-data", "nothing-here"}, 16);
   CHECK(transport.last_max_parallel == 16);
   REQUIRE(transport.requests.size() == 3);
   for (const auto& request : transport.requests) {
@@ -53,7 +59,7 @@ TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", 
     CHECK(query_of(request).empty());
   }
   CHECK(
-      commands::to_json(result).dump() ==
+      fork_cmd::to_json(result).dump() ==
       R"({"buckets":[)"
       R"({"bucket":"run-42-3","exists":true,"snapshots_enabled":true,"fork_source":"training-data",)"
       R"("fork_source_snapshot":"1751631910196672425","is_fork_parent":false},)"
@@ -61,8 +67,8 @@ TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", 
       R"("fork_source_snapshot":null,"is_fork_parent":true},)"
       R"({"bucket":"nothing-here","exists":false,"snapshots_enabled":false,"fork_source":null,)"
       R"("fork_source_snapshot":null,"is_fork_parent":false}]})");
-  CHECK(failure_kind([&] { commands::fail_if_missing(result); }) == ErrorKind::not_found);
-  CHECK_THAT(commands::to_table(result), Catch::Contains("run-42-3") &&
+  CHECK(failure_kind([&] { fail_if_missing(result); }) == ErrorKind::not_found);
+  CHECK_THAT(fork_cmd::to_table(result), Catch::Contains("run-42-3") &&
                                              Catch::Contains("training-data") &&
                                              Catch::Contains("FORK_SOURCE"));
 }
@@ -72,12 +78,12 @@ TEST_CASE("fork head: every bucket exists → no error; an auth failure fails th
   int status = 200;
   FakeTransport transport([&](const http::Request&) -> http::Result { return ok(status); });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_fork_head(client, {"one", "two"}, 4);
-  CHECK_NOTHROW(commands::fail_if_missing(result));
+  const auto result = fork_cmd::run_fork_head(client, {"one", "two"}, 4);
+  CHECK_NOTHROW(fail_if_missing(result));
   CHECK_FALSE(result.buckets[0].head.snapshots_enabled);  // header absent: false
 
   status = 403;
-  CHECK(failure_kind([&] { commands::run_fork_head(client, {"one"}, 4); }) == ErrorKind::auth);
+  CHECK(failure_kind([&] { fork_cmd::run_fork_head(client, {"one"}, 4); }) == ErrorKind::auth);
 }
 
 TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork][ls]") {
@@ -95,7 +101,7 @@ TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = commands::run_fork_ls(client, "src");
+  const auto result = fork_cmd::run_fork_ls(client, "src");
   REQUIRE(transport.requests.size() == 2);
   for (const auto& request : transport.requests) {
     CHECK(request.method == "GET");
@@ -104,7 +110,7 @@ TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork
     CHECK(header_of(request, "Accept") == "application/json");
     CHECK(signed_headers(request).contains("x-tigris-fork"));
   }
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(fork_cmd::to_json(result).dump() ==
         R"({"source":"src","forks":[)"
         R"({"bucket":"src-a","snapshot":"7","created":"2026-11-29T09:00:00.5Z"},)"
         R"({"bucket":"src-b","snapshot":"7","created":"2026-11-29T09:00:00.5Z"},)"
@@ -139,12 +145,12 @@ TEST_CASE("fork ls: an old gateway without ForkInfo → the full listing, filter
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = commands::run_fork_ls(client, "src");
+  const auto result = fork_cmd::run_fork_ls(client, "src");
   REQUIRE(transport.requests.size() == 3);
   CHECK(header_of(transport.requests[1], "X-Tigris-Fork") == "<absent>");
   CHECK(header_of(transport.requests[1], "Accept") == "application/json");
   CHECK(query_of(transport.requests[2]) == "IncludeForkInfo=true&continuation-token=m");
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(fork_cmd::to_json(result).dump() ==
         R"({"source":"src","forks":[)"
         R"({"bucket":"grandkid","snapshot":"4","created":"2026-02-02T00:00:00Z"},)"
         R"({"bucket":"kid-1","snapshot":"4","created":"2026-11-29T09:00:00.5Z"}]})");
@@ -158,19 +164,19 @@ TEST_CASE("fork ls: no forks is an empty list, after checking that the source ex
     return ok(200, {}, R"({"Buckets":{"Bucket":null}})");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_fork_ls(client, "src");
-  CHECK(commands::to_json(result).dump() == R"({"source":"src","forks":[]})");
+  const auto result = fork_cmd::run_fork_ls(client, "src");
+  CHECK(fork_cmd::to_json(result).dump() == R"({"source":"src","forks":[]})");
   REQUIRE(transport.requests.size() == 2);
   CHECK(transport.requests[1].method == "HEAD");
   CHECK(path_of(transport.requests[1]) == "/src");
 
   head_status = 404;
-  CHECK(failure_kind([&] { commands::run_fork_ls(client, "src"); }) == ErrorKind::not_found);
+  CHECK(failure_kind([&] { fork_cmd::run_fork_ls(client, "src"); }) == ErrorKind::not_found);
 }
 
 TEST_CASE("fork ls: a JSON page that cannot be read is an error", "[fork][ls]") {
   FakeTransport transport(
       [](const http::Request&) -> http::Result { return ok(200, {}, "<xml/>"); });
   tigris::Client client(settings(), transport, fixed_clock());
-  CHECK(failure_kind([&] { commands::run_fork_ls(client, "src"); }) == ErrorKind::other);
+  CHECK(failure_kind([&] { fork_cmd::run_fork_ls(client, "src"); }) == ErrorKind::other);
 }

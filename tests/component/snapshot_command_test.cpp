@@ -1,13 +1,15 @@
 // tfork snapshot take | ls | rm against the recording transport: exact requests, the
 // X-Tigris headers signed, ListBucketSnapshots pagination, per-version statuses.
+#include "tfork/commands/snapshot.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "../../src/commands/snapshot.cpp"  // NOLINT(bugprone-suspicious-include)
 #include "command_harness.hpp"
 
 using namespace tfork;
 using namespace tfork::testing::commands;
 using tfork::testing::FakeTransport;
+namespace snapshot_cmd = tfork::commands::snapshot;
 
 namespace {
 
@@ -34,6 +36,11 @@ std::string snapshot_page(const std::vector<std::pair<std::string, std::string>>
   return body + "</ListAllMyBucketsResult>";
 }
 
+// The batch exit rule as an exception, for failure_kind.
+void fail_if_any_failed(const snapshot_cmd::RemoveResult& result) {
+  if (auto error = snapshot_cmd::batch_error(result)) throw TforkError(std::move(*error));
+}
+
 }  // namespace
 
 TEST_CASE("snapshot take: PUT /BUCKET with X-Tigris-Snapshot (signed); the version comes back",
@@ -43,28 +50,28 @@ TEST_CASE("snapshot take: PUT /BUCKET with X-Tigris-Snapshot (signed); the versi
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  auto result = commands::run_snapshot_take(client, {"training-data", "my baseline"});
+  auto result = snapshot_cmd::run_snapshot_take(client, {"training-data", "my baseline"});
   REQUIRE(transport.requests.size() == 1);
   const auto& request = transport.requests[0];
   CHECK(request.method == "PUT");
   CHECK(path_of(request) == "/training-data");
   CHECK(header_of(request, "X-Tigris-Snapshot") == "true; name=my baseline");
   CHECK(signed_headers(request).contains("x-tigris-snapshot"));
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(snapshot_cmd::to_json(result).dump() ==
         R"({"bucket":"training-data","version":"1751631910196672425","name":"my baseline"})");
-  CHECK(commands::to_table(result) == "1751631910196672425\n");
+  CHECK(snapshot_cmd::to_table(result) == "1751631910196672425\n");
 
   transport.requests.clear();
-  result = commands::run_snapshot_take(client, {"training-data", std::nullopt});
+  result = snapshot_cmd::run_snapshot_take(client, {"training-data", std::nullopt});
   CHECK(header_of(transport.requests.at(0), "X-Tigris-Snapshot") == "true");
-  CHECK(commands::to_json(result)["name"].is_null());
+  CHECK(snapshot_cmd::to_json(result)["name"].is_null());
 }
 
 TEST_CASE("snapshot take: a success without the version header is an error", "[snapshot]") {
   FakeTransport transport;
   tigris::Client client(settings(), transport, fixed_clock());
   CHECK(failure_kind([&] {
-          commands::run_snapshot_take(client, {"bucket", std::nullopt});
+          snapshot_cmd::run_snapshot_take(client, {"bucket", std::nullopt});
         }) == ErrorKind::other);
 }
 
@@ -73,28 +80,30 @@ TEST_CASE("snapshot take: a missing bucket is exit 3", "[snapshot]") {
       [](const http::Request&) -> http::Result { return s3_error(404, "NoSuchBucket"); });
   tigris::Client client(settings(), transport, fixed_clock());
   CHECK(failure_kind([&] {
-          commands::run_snapshot_take(client, {"bucket", std::nullopt});
+          snapshot_cmd::run_snapshot_take(client, {"bucket", std::nullopt});
         }) == ErrorKind::not_found);
 }
 
 TEST_CASE("snapshot take / rm validate before sending", "[snapshot][names]") {
   CHECK(failure_kind([] {
-          commands::check(commands::TakeOptions{"bucket", "a;b"});
+          snapshot_cmd::check(snapshot_cmd::TakeOptions{"bucket", "a;b"});
         }) == ErrorKind::usage);
   CHECK(failure_kind([] {
-          commands::check(commands::TakeOptions{"bucket", "a\nb"});
+          snapshot_cmd::check(snapshot_cmd::TakeOptions{"bucket", "a\nb"});
         }) == ErrorKind::usage);
   CHECK(failure_kind([] {
-          commands::check(commands::TakeOptions{"BAD", std::nullopt});
+          snapshot_cmd::check(snapshot_cmd::TakeOptions{"BAD", std::nullopt});
         }) == ErrorKind::usage);
-  CHECK_NOTHROW(commands::check(commands::TakeOptions{"bucket", "fine name"}));
+  CHECK_NOTHROW(snapshot_cmd::check(snapshot_cmd::TakeOptions{"bucket", "fine name"}));
   CHECK(failure_kind([] {
-          commands::check(commands::RemoveOptions{"bucket", {"1751631910196672425", "latest"}});
+          snapshot_cmd::check(
+              snapshot_cmd::RemoveOptions{"bucket", {"1751631910196672425", "latest"}});
         }) == ErrorKind::usage);
   CHECK(failure_kind([] {
-          commands::check(commands::RemoveOptions{"bucket", {"-5"}});
+          snapshot_cmd::check(snapshot_cmd::RemoveOptions{"bucket", {"-5"}});
         }) == ErrorKind::usage);
-  CHECK_NOTHROW(commands::check(commands::RemoveOptions{"bucket", {"1751631910196672425"}}));
+  CHECK_NOTHROW(
+      snapshot_cmd::check(snapshot_cmd::RemoveOptions{"bucket", {"1751631910196672425"}}));
 }
 
 TEST_CASE("snapshot ls follows ContinuationToken and lists newest first", "[snapshot][ls]") {
@@ -115,7 +124,7 @@ TEST_CASE("snapshot ls follows ContinuationToken and lists newest first", "[snap
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = commands::run_snapshot_ls(client, {"training-data", 0});
+  const auto result = snapshot_cmd::run_snapshot_ls(client, {"training-data", 0});
   REQUIRE(transport.requests.size() == 2);
   for (const auto& request : transport.requests) {
     CHECK(request.method == "GET");
@@ -126,12 +135,12 @@ TEST_CASE("snapshot ls follows ContinuationToken and lists newest first", "[snap
   CHECK(query_of(transport.requests[1]) ==
         "x-id=ListBuckets&continuation-token=1751631910169675092");
   CHECK(
-      commands::to_json(result).dump() ==
+      snapshot_cmd::to_json(result).dump() ==
       R"({"bucket":"training-data","snapshots":[)"
       R"({"version":"1751631910196672425","name":"my first snapshot","created":"2025-07-04T12:25:10.19667705Z"},)"
       R"({"version":"1751631910169675092","name":null,"created":"2025-07-04T12:25:10.16968055Z"},)"
       R"({"version":"1751631910140685342","name":"a=b c","created":"2025-07-04T12:25:10Z"}]})");
-  CHECK(commands::to_table(result) ==
+  CHECK(snapshot_cmd::to_table(result) ==
         "VERSION              NAME               CREATED\n"
         "1751631910196672425  my first snapshot  2025-07-04T12:25:10.19667705Z\n"
         "1751631910169675092                     2025-07-04T12:25:10.16968055Z\n"
@@ -147,17 +156,17 @@ TEST_CASE("snapshot ls --limit asks for at most the remaining count and stops ea
     return ok(200, {}, snapshot_page({{"10", ""}}, ""));
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  auto result = commands::run_snapshot_ls(client, {"bucket", 2});
+  auto result = snapshot_cmd::run_snapshot_ls(client, {"bucket", 2});
   REQUIRE(transport.requests.size() == 1);
   CHECK(query_of(transport.requests[0]) == "x-id=ListBuckets&max-buckets=2");
   CHECK(result.snapshots.size() == 2);
 
   transport.requests.clear();
-  result = commands::run_snapshot_ls(client, {"bucket", 3});
+  result = snapshot_cmd::run_snapshot_ls(client, {"bucket", 3});
   REQUIRE(transport.requests.size() == 2);
   CHECK(query_of(transport.requests[1]) == "x-id=ListBuckets&max-buckets=1&continuation-token=20");
   CHECK(result.snapshots.size() == 3);
-  CHECK(commands::to_json(result)["snapshots"][0]["created"].is_null());
+  CHECK(snapshot_cmd::to_json(result)["snapshots"][0]["created"].is_null());
 }
 
 TEST_CASE("snapshot ls: an empty bucket is an empty list; a repeated token is an error",
@@ -166,13 +175,13 @@ TEST_CASE("snapshot ls: an empty bucket is an empty list; a repeated token is an
   FakeTransport transport(
       [&](const http::Request&) -> http::Result { return ok(200, {}, snapshot_page({}, token)); });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_snapshot_ls(client, {"bucket", 0});
-  CHECK(commands::to_json(result).dump() == R"({"bucket":"bucket","snapshots":[]})");
-  CHECK(commands::to_table(result).empty());
+  const auto result = snapshot_cmd::run_snapshot_ls(client, {"bucket", 0});
+  CHECK(snapshot_cmd::to_json(result).dump() == R"({"bucket":"bucket","snapshots":[]})");
+  CHECK(snapshot_cmd::to_table(result).empty());
 
   token = "same";
   CHECK(failure_kind([&] {
-          commands::run_snapshot_ls(client, {"bucket", 0});
+          snapshot_cmd::run_snapshot_ls(client, {"bucket", 0});
         }) == ErrorKind::other);
 }
 
@@ -185,7 +194,7 @@ TEST_CASE("snapshot rm: DELETE /BUCKET with X-Tigris-Snapshot-Version, per versi
     return ok(204);
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_snapshot_rm(client, {"data", {"1", "2", "3"}}, 4);
+  const auto result = snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2", "3"}}, 4);
   CHECK(transport.last_max_parallel == 4);
   REQUIRE(transport.requests.size() == 3);
   for (const auto& request : transport.requests) {
@@ -193,12 +202,12 @@ TEST_CASE("snapshot rm: DELETE /BUCKET with X-Tigris-Snapshot-Version, per versi
     CHECK(path_of(request) == "/data");
     CHECK(signed_headers(request).contains("x-tigris-snapshot-version"));
   }
-  CHECK(commands::to_json(result).dump() ==
+  CHECK(snapshot_cmd::to_json(result).dump() ==
         R"({"bucket":"data","versions":[{"version":"1","status":"deleted"},)"
         R"({"version":"2","status":"already-gone"},)"
         R"({"version":"3","status":"failed","error":{"code":"SlowDown",)"
         R"("message":"DeleteBucketSnapshot failed: SlowDown message","http_status":503}}]})");
-  CHECK(failure_kind([&] { commands::fail_if_any_failed(result); }) == ErrorKind::partial);
+  CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::partial);
 }
 
 TEST_CASE("snapshot rm: a missing bucket fails (exit 3), it is not 'already gone'",
@@ -206,7 +215,7 @@ TEST_CASE("snapshot rm: a missing bucket fails (exit 3), it is not 'already gone
   FakeTransport transport(
       [](const http::Request&) -> http::Result { return s3_error(404, "NoSuchBucket"); });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = commands::run_snapshot_rm(client, {"data", {"1", "2"}}, 4);
-  CHECK(result.versions[0].status == "failed");
-  CHECK(failure_kind([&] { commands::fail_if_any_failed(result); }) == ErrorKind::not_found);
+  const auto result = snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2"}}, 4);
+  CHECK(result.versions[0].outcome.status == "failed");
+  CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::not_found);
 }

@@ -198,6 +198,33 @@ expect_rc "bucket rm --force" 0 tf bucket rm data-plain data-src --force --json
 check_doc "bucket rm --force" "assert [b['status'] for b in d['buckets']] == ['deleted', 'deleted'], d"
 expect_rc "deleted" 3 tf fork head data-src
 
+# check_error_doc WHAT EXIT: the last line of $OUT/stderr is the JSON error document of
+# cli.md §6 with that exit code (progress or log lines may come before it).
+check_error_doc() {
+  python3 - "$OUT/stderr" "$2" <<'PY' || fail "$1: stderr: $(cat "$OUT/stderr")"
+import json, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+e = json.loads(lines[-1])["error"]
+assert list(e.keys()) == ["code", "message", "http_status", "request_id", "exit_code"], e
+assert e["exit_code"] == int(sys.argv[2]), e
+PY
+}
+
+step "partial failures: the result on stdout, the JSON error on stderr, exit 7"
+expect_rc "partial: source" 0 tf bucket create part-src --snapshots
+expect_rc "partial: fork" 0 tf fork create part-src -n 1 --prefix part --keys none \
+  --manifest "$WORK/part.json"
+expect_rc "partial: plain buckets" 0 tf bucket create part-plain
+expect_rc "partial: plain buckets" 0 tf bucket create part-plain-2
+expect_rc "bucket rm partial --json" 7 tf bucket rm part-src part-plain --json
+check_doc "bucket rm partial" "assert [b['status'] for b in d['buckets']] == ['failed', 'deleted'], d"
+check_error_doc "bucket rm partial" 7
+expect_rc "teardown partial --json" 7 tf teardown part-1 part-plain-2 --json
+check_doc "teardown partial" "assert [f['status'] for f in d['forks']] == ['deleted', 'skipped'], d"
+check_error_doc "teardown partial" 7
+expect_rc "teardown partial (table)" 0 tf teardown part-1
+expect_rc "partial: cleanup" 0 tf bucket rm part-src part-plain-2
+
 # ---- auth, network
 
 step "wrong secret → 2; secrets never printed"

@@ -3,6 +3,7 @@
 // (resolved lazily, so `tfork version` or `fork env` never read credentials), the renderer,
 // and the interrupt flag.
 
+#include "tfork/cli/command.hpp"
 #include "tfork/cli/config.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/client.hpp"
@@ -44,7 +45,8 @@ class Context {
   ~Context();
 
   GlobalOptions options;
-  int exit_code = 0;  // set by a command for a non-throwing outcome (e.g. 7 partial)
+  // What the parsed command line selected (set through on_run); cli::run calls it.
+  CommandRun selected_command;
 
   const Environment& env() const { return env_; }
   const Config& config();
@@ -53,12 +55,9 @@ class Context {
   output::Format format() const;
   bool progress_enabled() const { return !options.quiet && !options.no_progress; }
 
-  // Prints the result document on stdout: JSON, or the table text.
-  void emit(const output::Json& document, const std::string& table_text) const;
-  // --dry-run: prints the requests that would be sent (signature redacted), sends nothing.
-  void emit_dry_run(std::span<const tigris::Operation> operations);
-  // A usage error: throws TforkError(usage) (exit 64) with a one-line message.
-  [[noreturn]] static void usage_error(const std::string& message);
+  // --dry-run: the requests that would be sent (signature redacted), as the command's
+  // result; nothing is sent.
+  CommandResult dry_run(std::span<const tigris::Operation> operations);
 
  private:
   Environment env_;

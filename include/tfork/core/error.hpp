@@ -49,4 +49,8 @@ class TforkError : public std::runtime_error {
   Error error_;
 };
 
+// The one usage error (exit 64, cli.md §6): a bad flag or value, found before anything is
+// sent. Throws TforkError(usage, "UsageError") with the one-line `message`.
+[[noreturn]] void usage_error(std::string message);
+
 }  // namespace tfork

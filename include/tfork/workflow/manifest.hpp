@@ -7,6 +7,7 @@
 
 #include "tfork/core/error.hpp"
 #include "tfork/iam/access_keys.hpp"
+#include "tfork/output/item_status.hpp"
 #include "tfork/output/render.hpp"
 
 #include <filesystem>
@@ -57,8 +58,9 @@ struct Manifest {
 // The key each fork's access key is created under (cli.md §4.3).
 std::string key_name_for(std::string_view bucket);
 
-// `{"code", "message", "http_status"}` (cli.md §6).
-output::Json item_error_json(const Error& error);
+// The fork's status and error, as every batch command reports an item.
+output::ItemStatus item_status(const ManifestFork& fork);
+// Reads back an error written by output::item_error_json.
 Error item_error_from_json(const output::Json& json);
 
 output::Json to_json(const Manifest& manifest);

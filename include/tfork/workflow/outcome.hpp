@@ -5,6 +5,7 @@
 
 #include "tfork/core/error.hpp"
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -17,10 +18,10 @@ struct ItemOutcome {
 
 int batch_exit_code(std::span<const ItemOutcome> items);
 
-// The same rule for commands that report a failed batch by throwing: returns when no item
-// failed; else throws the one failure itself, the first of several that failed alike (with
-// their count), or a partial failure (exit 7). `items` names them ("buckets").
-void throw_if_batch_failed(std::span<const Error* const> failures, std::size_t total,
-                           std::string_view items);
+// The same rule as the error a batch command returns: none when no item failed; else the one
+// failure itself, the first of several that failed alike (with their count), or a partial
+// failure (exit 7). `items` names them ("buckets").
+std::optional<Error> batch_error(std::span<const Error* const> failures, std::size_t total,
+                                 std::string_view items);
 
 }  // namespace tfork::workflow
