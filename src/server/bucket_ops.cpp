@@ -29,7 +29,10 @@ std::string_view trim(std::string_view text) {
 
 Response created(std::string_view bucket) {
   Response response;
-  response.set_header("Location", "/" + std::string(bucket));
+  // Built by append: g++ 12 warns falsely (-Wrestrict) about "/" + std::string(...) here.
+  std::string location = "/";
+  location += bucket;
+  response.set_header("Location", location);
   return response;
 }
 
@@ -178,6 +181,37 @@ std::optional<std::string> snapshot_name(std::string_view value) {
   return std::string(value);
 }
 
+// Merge (tigris-wire §2.11): PUT /<parent> with X-Tigris-Merge-Source-Bucket: <fork>. It
+// writes into the parent and reads the fork, so it needs both rights.
+Response merge_fork(Context& context, const std::string& fork) {
+  const auto& bucket = context.target.bucket;
+  if (fork.empty()) fail(Err::invalid_argument, "X-Tigris-Merge-Source-Bucket names no bucket.");
+  require(context, bucket, Access::write);
+  require(context, fork, Access::read);
+  const auto merged = check(context.store.merge_fork(bucket, fork), bucket);
+  Response response;
+  response.set_header("X-Tigris-Snapshot-Version", std::to_string(merged.version));
+  return response;
+}
+
+// Rebase (tigris-wire §2.11): PUT /<fork> with X-Tigris-Rebase: true. The fork then sees
+// the parent's current data, so the caller needs the right to fork the parent too: a key
+// scoped to the fork alone cannot widen its own view of the source.
+Response rebase_fork(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::write);
+  const auto info = check(context.store.head_bucket(bucket), bucket);
+  if (!info.fork_source) {
+    fail(Err::invalid_argument, "The bucket " + bucket + " is not a fork; nothing to rebase.");
+  }
+  require(context, *info.fork_source, Access::snapshot);
+  const auto rebased = check(context.store.rebase_fork(bucket), bucket);
+  Response response;
+  response.set_header("X-Tigris-Snapshot-Version",
+                      std::to_string(rebased.fork_snapshot.value_or(0)));
+  return response;
+}
+
 }  // namespace
 
 Response list_buckets(Context& context) {
@@ -213,8 +247,13 @@ Response create_bucket(Context& context) {
     response.set_header("X-Tigris-Snapshot-Version", std::to_string(info.version));
     return response;
   }
-  if (context.header("x-tigris-merge-source-bucket") || context.header("x-tigris-rebase")) {
-    fail(Err::not_implemented, "Fork merge and rebase are not supported by tfork serve.");
+  if (const auto* source = context.header("x-tigris-merge-source-bucket")) {
+    return merge_fork(context, std::string(trim(*source)));
+  }
+  if (const auto* rebase = context.header("x-tigris-rebase")) {
+    if (!iequals(trim(*rebase), "true"))
+      fail(Err::invalid_argument, "X-Tigris-Rebase must be \"true\".");
+    return rebase_fork(context);
   }
   if (!valid_bucket_name(bucket)) {
     S3Error error = make_error(Err::invalid_bucket_name);

@@ -139,6 +139,9 @@ class SqliteStore final : public Store {
   Result<void> delete_access_key(std::string_view id) override;
   Result<void> update_access_key_roles(std::string_view id, std::vector<BucketRole> roles) override;
 
+  Result<MergeResult> merge_fork(std::string_view target, std::string_view fork) override;
+  Result<BucketInfo> rebase_fork(std::string_view fork) override;
+
  private:
   SqliteStore(std::filesystem::path dir, StoreOptions options, int lock_fd);
   void initialise();

@@ -134,6 +134,14 @@ struct ListPage {
   bool last_is_prefix = false;
 };
 
+// What merge_fork did: the target's version after the merge (reads at it see every merged
+// write) and how many keys it wrote and deleted.
+struct MergeResult {
+  Seq version = 0;
+  std::int64_t written = 0;
+  std::int64_t deleted = 0;
+};
+
 struct UploadInfo {
   std::string upload_id;
   std::string bucket;
@@ -257,6 +265,23 @@ class Store {
   // computed while streaming (§6.6 steps 2-4); fsyncs per durability. The file is consumed.
   virtual Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                                      std::string_view sha256_hex);
+
+  // ---- merge and rebase (tigris-wire §2.11)
+
+  // Applies `fork`'s own changes since its fork point onto `target`, its direct parent, as new
+  // writes in one transaction: each key the fork wrote or deleted (its newest row) is written
+  // into the target, unless it ends where it started (the same content as at the fork point,
+  // or absent then and now). The local store's rule for a key changed on both sides since the
+  // fork point: the fork's version wins (Tigris does not publish its rule). O(rows the fork
+  // wrote), never O(objects visible through either bucket). invalid_argument when `fork` is
+  // not a direct fork of `target`; no_such_bucket when either is missing.
+  virtual Result<MergeResult> merge_fork(std::string_view target, std::string_view fork) = 0;
+
+  // Moves `fork`'s base to its parent's current state (a fresh horizon); the fork's own
+  // writes stay and keep shadowing the parent. O(1). Refused (bucket_has_forks) while the fork
+  // has forks of its own: their view of the grandparent is capped by this fork's horizon and
+  // must not move under them. invalid_argument when `fork` is not a fork.
+  virtual Result<BucketInfo> rebase_fork(std::string_view fork) = 0;
 };
 
 // The S3 multipart ETag: md5 over the concatenated binary md5s of the parts, in hex, then

@@ -176,3 +176,102 @@ TEST_CASE("ListBuckets in XML and JSON; PATCH toggles snapshots", "[server][buck
   CHECK(bad.status == 400);
   CHECK(nlohmann::json::parse(bad.body)["Code"] == "InvalidArgument");
 }
+
+TEST_CASE("merge: a fork's changes land in its parent, answered with a version",
+          "[server][buckets][merge]") {
+  Server server;
+  REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+  REQUIRE(server.put("/source/keep", "k").status == 200);
+  REQUIRE(server.put("/source/edit", "e1").status == 200);
+  REQUIRE(server.put("/source/gone", "g").status == 200);
+  REQUIRE(server.put("/agent-1", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}).status == 200);
+  REQUIRE(server.put("/agent-2", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}).status == 200);
+  REQUIRE(server.put("/agent-1/edit", "e-agent").status == 200);
+  REQUIRE(server.put("/agent-1/new", "n").status == 200);
+  REQUIRE(server.del("/agent-1/gone").status == 204);
+
+  // Not a direct fork: 400 InvalidArgument, and nothing changes.
+  REQUIRE(server.put("/deeper", "", {{"X-Tigris-Fork-Source-Bucket", "agent-1"}}).status == 200);
+  const auto indirect = server.put("/source", "", {{"X-Tigris-Merge-Source-Bucket", "deeper"}});
+  CHECK(indirect.status == 400);
+  CHECK(xml_value(indirect.body, "Code") == "InvalidArgument");
+  const auto sibling = server.put("/agent-2", "", {{"X-Tigris-Merge-Source-Bucket", "agent-1"}});
+  CHECK(sibling.status == 400);
+  CHECK(server.put("/source", "", {{"X-Tigris-Merge-Source-Bucket", "no-such"}}).status == 404);
+  CHECK(Server::body_of(server.get("/source/edit")) == "e1");
+
+  // An agent's key (Editor on its fork only) cannot merge into the source.
+  const auto agent_key =
+      server.create_key("agent-1-key", R"([{"bucket":"agent-1","role":"Editor"}])");
+  const auto denied =
+      server.put("/source", "", {{"X-Tigris-Merge-Source-Bucket", "agent-1"}}, agent_key);
+  CHECK(denied.status == 403);
+  CHECK(Server::body_of(server.get("/source/edit")) == "e1");
+
+  const auto merged = server.put("/source", "", {{"X-Tigris-Merge-Source-Bucket", "agent-1"}});
+  INFO(merged.body);
+  REQUIRE(merged.status == 200);
+  const auto* version = merged.header("X-Tigris-Snapshot-Version");
+  REQUIRE(version);
+  CHECK(Server::body_of(server.get("/source/edit")) == "e-agent");
+  CHECK(Server::body_of(server.get("/source/new")) == "n");
+  CHECK(server.get("/source/gone").status == 404);
+  CHECK(Server::body_of(server.get("/source/keep")) == "k");
+  // The sibling still sees the source as it was when it was made.
+  CHECK(Server::body_of(server.get("/agent-2/edit")) == "e1");
+  // The version names the merged state.
+  CHECK(Server::body_of(server.get("/source/edit", {{"X-Tigris-Snapshot-Version", *version}})) ==
+        "e-agent");
+}
+
+TEST_CASE("rebase: the fork sees its parent's present, keeps its writes, answers the version",
+          "[server][buckets][rebase]") {
+  Server server;
+  REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+  REQUIRE(server.put("/agent-1", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}).status == 200);
+  const auto old_version = *server.head("/agent-1").header("X-Tigris-Fork-Source-Bucket-Snapshot");
+  REQUIRE(server.put("/agent-1/mine", "m").status == 200);
+  REQUIRE(server.put("/source/late", "l").status == 200);
+  CHECK(server.get("/agent-1/late").status == 404);
+
+  // A key scoped to the fork cannot widen its own view of the source.
+  const auto agent_key =
+      server.create_key("agent-1-key", R"([{"bucket":"agent-1","role":"Editor"}])");
+  CHECK(server.put("/agent-1", "", {{"X-Tigris-Rebase", "true"}}, agent_key).status == 403);
+  CHECK(server.put("/source", "", {{"X-Tigris-Rebase", "true"}}).status == 400);
+  CHECK(server.put("/agent-1", "", {{"X-Tigris-Rebase", "maybe"}}).status == 400);
+
+  const auto rebased = server.put("/agent-1", "", {{"X-Tigris-Rebase", "true"}});
+  INFO(rebased.body);
+  REQUIRE(rebased.status == 200);
+  const auto* version = rebased.header("X-Tigris-Snapshot-Version");
+  REQUIRE(version);
+  CHECK(*version != old_version);
+  CHECK(*server.head("/agent-1").header("X-Tigris-Fork-Source-Bucket-Snapshot") == *version);
+  CHECK(Server::body_of(server.get("/agent-1/late")) == "l");
+  CHECK(Server::body_of(server.get("/agent-1/mine")) == "m");
+}
+
+TEST_CASE("PATCH type 0 is refused for fork parents and forks", "[server][buckets]") {
+  Server server;
+  REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+  REQUIRE(server.put("/agent-1", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}).status == 200);
+  const auto patch = [&](const std::string& bucket, const std::string& body) {
+    return server.send({.method = "PATCH",
+                        .target = "/" + bucket,
+                        .body = body,
+                        .headers = {{"Content-Type", "application/json"}}});
+  };
+  const auto parent = patch("source", R"({"type":0})");
+  CHECK(parent.status == 409);
+  CHECK(nlohmann::json::parse(parent.body)["Code"] == "BucketHasForks");
+  const auto fork = patch("agent-1", R"({"type":0})");
+  CHECK(fork.status == 400);
+  CHECK(contains(nlohmann::json::parse(fork.body)["Message"].get<std::string>(), "fork"));
+  CHECK(*server.head("/source").header("X-Tigris-Enable-Snapshot") == "true");
+  CHECK(patch("source", R"({"type":2})").status == 400);
+  CHECK(patch("missing", R"({"type":1})").status == 404);
+  REQUIRE(server.del("/agent-1", {{"Tigris-Force-Delete", "true"}}).status == 204);
+  CHECK(patch("source", R"({"type":0})").status == 200);
+  CHECK(*server.head("/source").header("X-Tigris-Enable-Snapshot") == "false");
+}
