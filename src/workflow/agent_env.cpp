@@ -5,23 +5,45 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <set>
 
 namespace tfork::workflow {
 namespace {
+
+// cli.md §11, plus the other ways the AWS SDKs find credentials on their own (web identity,
+// container endpoints), which an agent must not reach either.
+constexpr std::array<std::string_view, 15> k_removed = {
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "TIGRIS_SESSION_TOKEN",
+    "AWS_CREDENTIAL_EXPIRATION",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "TIGRIS_ORGANIZATION_ID",
+    "TIGRIS_IAM_ENDPOINT",
+};
 
 [[noreturn]] void not_found(std::string code, std::string message) {
   throw TforkError(ErrorKind::not_found, std::move(code), std::move(message));
 }
 
-const ManifestFork& select_fork(const Manifest& manifest, std::string_view selector) {
+std::size_t select_index(const Manifest& manifest, std::string_view selector) {
   const bool numeric = !selector.empty() &&
                        std::ranges::all_of(selector, [](char c) { return c >= '0' && c <= '9'; });
   // A bucket name can be all digits too ("123"): an exact name wins over an index.
-  for (const auto& fork : manifest.forks)
-    if (fork.bucket == selector) return fork;
+  for (std::size_t i = 0; i < manifest.forks.size(); ++i)
+    if (manifest.forks[i].bucket == selector) return i;
   if (numeric && selector.size() <= 9) {
     const auto index = std::stoul(std::string(selector));
-    if (index >= 1 && index <= manifest.forks.size()) return manifest.forks[index - 1];
+    if (index >= 1 && index <= manifest.forks.size()) return index - 1;
     not_found("NoSuchFork",
               fmt::format("no fork {} in the manifest: it has {} fork{} (1 to {})", selector,
                           manifest.forks.size(), manifest.forks.size() == 1 ? "" : "s",
@@ -30,29 +52,64 @@ const ManifestFork& select_fork(const Manifest& manifest, std::string_view selec
   not_found("NoSuchFork", fmt::format("no fork named '{}' in the manifest", selector));
 }
 
-}  // namespace
-
-AgentEnv agent_env(const Manifest& manifest, std::string_view selector) {
-  const auto& fork = select_fork(manifest, selector);
+AgentEnv env_of(const Manifest& manifest, std::size_t position) {
+  const auto& fork = manifest.forks[position];
   if (fork.status != ForkStatus::created && fork.status != ForkStatus::exists)
-    not_found("NoSuchFork", fmt::format("fork {} is {}: it has no environment to give", fork.bucket,
-                                        status_name(fork.status)));
+    not_found("NoSuchFork", fmt::format("fork {} is {} in the manifest: it has no environment "
+                                        "to give",
+                                        fork.bucket, status_name(fork.status)));
   if (fork.access_key_id.empty() || fork.secret_access_key.empty())
     not_found(
         "NoAccessKey",
         fork.role
             ? fmt::format("fork {} has no access key (its key was not created)", fork.bucket)
             : fmt::format("fork {} has no access key (created with --keys none)", fork.bucket));
+  const std::string iam_endpoint =
+      manifest.iam_endpoint.empty() ? manifest.endpoint : manifest.iam_endpoint;
   AgentEnv env;
   env.bucket = fork.bucket;
-  env.variables = {{"AWS_ACCESS_KEY_ID", fork.access_key_id},
-                   {"AWS_SECRET_ACCESS_KEY", fork.secret_access_key},
-                   {"AWS_ENDPOINT_URL", manifest.endpoint}};
-  if (!manifest.iam_endpoint.empty() && manifest.iam_endpoint != manifest.endpoint)
-    env.variables.emplace_back("AWS_ENDPOINT_URL_IAM", manifest.iam_endpoint);
-  env.variables.emplace_back("AWS_REGION", "auto");
-  env.variables.emplace_back("TFORK_BUCKET", fork.bucket);
+  env.index = position + 1;
+  // Every name each client family reads (issue 7 §2): the AWS CLI and SDKs, the Tigris SDKs
+  // (TIGRIS_STORAGE_*) and the Tigris CLI (AWS_* first, then TIGRIS_STORAGE_*).
+  env.variables = {
+      {"AWS_ACCESS_KEY_ID", fork.access_key_id},
+      {"AWS_SECRET_ACCESS_KEY", fork.secret_access_key},
+      {"AWS_ENDPOINT_URL", manifest.endpoint},
+      {"AWS_ENDPOINT_URL_S3", manifest.endpoint},
+      {"AWS_ENDPOINT_URL_IAM", iam_endpoint},
+      {"AWS_REGION", "auto"},
+      {"AWS_SHARED_CREDENTIALS_FILE", std::string(k_empty_file)},
+      {"AWS_CONFIG_FILE", std::string(k_empty_file)},
+      {"TIGRIS_STORAGE_ACCESS_KEY_ID", fork.access_key_id},
+      {"TIGRIS_STORAGE_SECRET_ACCESS_KEY", fork.secret_access_key},
+      {"TIGRIS_STORAGE_ENDPOINT", manifest.endpoint},
+      {"TIGRIS_STORAGE_BUCKET", fork.bucket},
+      {"TFORK_BUCKET", fork.bucket},
+      {"TFORK_AGENT_INDEX", std::to_string(env.index)},
+  };
+  env.unset.assign(k_removed.begin(), k_removed.end());
   return env;
+}
+
+}  // namespace
+
+std::span<const std::string_view> removed_variables() {
+  return k_removed;
+}
+
+AgentEnv agent_env(const Manifest& manifest, std::string_view selector) {
+  return env_of(manifest, select_index(manifest, selector));
+}
+
+std::vector<AgentEnv> agent_envs(const Manifest& manifest) {
+  std::vector<AgentEnv> envs;
+  for (std::size_t i = 0; i < manifest.forks.size(); ++i) {
+    const auto& fork = manifest.forks[i];
+    if (fork.status != ForkStatus::created && fork.status != ForkStatus::exists) continue;
+    if (fork.access_key_id.empty() || fork.secret_access_key.empty()) continue;
+    envs.push_back(env_of(manifest, i));
+  }
+  return envs;
 }
 
 std::string shell_quote(std::string_view text) {
@@ -64,9 +121,32 @@ std::string shell_quote(std::string_view text) {
 }
 
 std::string to_shell(const AgentEnv& env) {
-  std::string out = "unset AWS_SESSION_TOKEN\n";
+  std::string out = "unset";
+  for (const auto& name : env.unset)
+    out += " " + name;
+  out += "\n";
   for (const auto& [name, value] : env.variables)
     out += fmt::format("export {}={}\n", name, shell_quote(value));
+  return out;
+}
+
+std::string to_dotenv(const AgentEnv& env) {
+  std::string out = "# tfork agent environment of " + env.bucket + "; also remove:";
+  for (const auto& name : env.unset)
+    out += " " + name;
+  out += "\n";
+  for (const auto& [name, value] : env.variables) {
+    std::string quoted;
+    for (const char c : value) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      if (c == '\n') {
+        quoted += "\\n";
+        continue;
+      }
+      quoted += c;
+    }
+    out += fmt::format("{}=\"{}\"\n", name, quoted);
+  }
   return out;
 }
 
@@ -74,7 +154,24 @@ output::Json to_json(const AgentEnv& env) {
   output::Json json = output::Json::object();
   for (const auto& [name, value] : env.variables)
     json[name] = value;
+  for (const auto& name : env.unset)
+    json[name] = nullptr;
   return json;
+}
+
+std::vector<std::string> process_environment(const AgentEnv& env,
+                                             std::span<const std::string> base) {
+  std::set<std::string, std::less<>> replaced(env.unset.begin(), env.unset.end());
+  for (const auto& [name, value] : env.variables)
+    replaced.insert(name);
+  std::vector<std::string> out;
+  for (const auto& entry : base) {
+    const auto name = std::string_view(entry).substr(0, entry.find('='));
+    if (!replaced.contains(name)) out.push_back(entry);
+  }
+  for (const auto& [name, value] : env.variables)
+    out.push_back(name + "=" + value);
+  return out;
 }
 
 }  // namespace tfork::workflow

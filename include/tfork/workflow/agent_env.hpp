@@ -1,11 +1,17 @@
 #pragma once
-// `fork env` (cli.md §2): the environment one agent needs to reach its own fork, read from a
-// manifest. The shell form is meant for `eval "$(tfork fork env ...)"`, so every value is
-// quoted for the POSIX shell.
+// The environment of one agent (cli.md §11; issue 7 §2): the one definition that `fork env`
+// prints and `fork exec` / `run` give each agent process. An agent's environment reaches its
+// own fork and nothing else: it sets every variable the AWS tools, the official Tigris SDKs
+// and the Tigris CLI read for credentials and endpoints, and removes every other credential
+// source, so that an operator's keys (AWS_*, TIGRIS_STORAGE_*, a profile) never leak into an
+// agent. The shell form is meant for `eval` in a subshell, so every value is quoted.
 
 #include "tfork/output/render.hpp"
 #include "tfork/workflow/manifest.hpp"
 
+#include <cstddef>
+#include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,21 +19,43 @@
 
 namespace tfork::workflow {
 
+// AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE point here: an empty file that exists on
+// every POSIX system and outlives the command that printed it (an eval'd `fork env` needs
+// that), so no profile, credential_process or SSO entry can be read.
+inline constexpr std::string_view k_empty_file = "/dev/null";
+
+// Credential sources an agent must not inherit: removed from its environment.
+std::span<const std::string_view> removed_variables();
+
 struct AgentEnv {
   std::string bucket;
-  std::vector<std::pair<std::string, std::string>> variables;  // in output order
+  std::size_t index = 0;                                       // 1-based, in manifest order
+  std::vector<std::pair<std::string, std::string>> variables;  // set, in output order
+  std::vector<std::string> unset;                              // removed
 };
 
 // The fork chosen by a 1-based index or by its bucket name. Throws TforkError(not_found)
-// for no such fork, and for a fork that has no usable key (--keys none, failed, rolled back).
+// for no such fork, for a fork that is not live by the manifest (failed, rolled back, or
+// recorded as torn down), and for one that has no usable key (--keys none, key revoked).
 AgentEnv agent_env(const Manifest& manifest, std::string_view selector);
+
+// Every live fork with a key, in manifest order (what `fork exec` runs with no selector).
+std::vector<AgentEnv> agent_envs(const Manifest& manifest);
 
 // 'text' for the POSIX shell (bare when every character is safe).
 std::string shell_quote(std::string_view text);
 
-// `unset AWS_SESSION_TOKEN` (a token from the caller's shell would break the agent's key),
-// then one `export NAME=value` line per variable.
+// `--format env`: `unset NAME...` then one `export NAME=value` line per variable.
 std::string to_shell(const AgentEnv& env);
-output::Json to_json(const AgentEnv& env);  // {"NAME": "value", ...}
+// `--format dotenv`: NAME="value" lines (a dotenv file cannot unset: a comment lists what the
+// runner must remove).
+std::string to_dotenv(const AgentEnv& env);
+// `--format json` / -o json: {"NAME": "value", ..., "REMOVED": null, ...}.
+output::Json to_json(const AgentEnv& env);
+
+// The environment of an agent process: `base` (NAME=value strings, e.g. environ) without
+// the removed variables, with the agent's variables set.
+std::vector<std::string> process_environment(const AgentEnv& env,
+                                             std::span<const std::string> base);
 
 }  // namespace tfork::workflow

@@ -1,0 +1,78 @@
+#pragma once
+// Running one process per agent (cli.md §11): `fork exec` and `run`. Each agent gets exactly
+// its fork's environment (agent_env.hpp), runs in its own process group (so a terminal's
+// Ctrl-C reaches it only through tfork, and a signal reaches its children too), and its
+// output lines go to one sink prefixed with its fork, or to a log file of its own.
+//
+// Contract:
+// * At most `parallel` agents run at once (0: all); they start in input order.
+// * `stop_requests()` is polled; at the first request (SIGINT or SIGTERM received by tfork)
+//   that signal is sent to every running agent's process group, no further agent starts, and
+//   run_agents returns once every started agent has ended (agents never started are reported
+//   `started: false`). A second request sends SIGKILL to every agent still running.
+// * `timeout`: an agent still running after it gets SIGTERM, then SIGKILL `kill_after` later.
+// * Lines are written whole: two agents' lines never interleave within a line. A line longer
+//   than 64 KiB is cut into 64 KiB pieces; a last line without a newline is still written.
+
+#include "tfork/workflow/agent_env.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tfork::workflow {
+
+struct AgentSpec {
+  AgentEnv env;
+  std::vector<std::string> argv;  // {bucket} and {index} already replaced
+};
+
+struct ExecOptions {
+  std::size_t parallel = 0;  // 0: every agent at once
+  std::optional<std::filesystem::path> logs_dir;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds kill_after{10'000};
+};
+
+struct AgentResult {
+  std::string bucket;
+  std::size_t index = 0;
+  bool started = false;
+  std::optional<int> exit_code;  // when it exited
+  std::optional<int> signal;     // when a signal ended it
+  bool timed_out = false;
+  double seconds = 0;
+  std::string error;  // why it could not start ("" when it did)
+
+  bool succeeded() const { return started && exit_code == 0; }
+};
+
+// Signals tfork received while agents run: the first one's number, and how many.
+struct StopRequests {
+  int signal = 0;
+  int count = 0;
+};
+
+struct ExecOutcome {
+  std::vector<AgentResult> agents;  // in input order
+  int interrupted_by = 0;           // SIGINT / SIGTERM when tfork was interrupted, else 0
+};
+
+// {bucket} and {index} in each argument replaced with the agent's values.
+std::vector<std::string> substitute(const std::vector<std::string>& argv, const AgentEnv& env);
+
+// Runs every agent; `lines` receives "[<fork>] <line>\n" records (unused with logs_dir).
+// `base_environment` is the parent's environment (NAME=value) that each agent's is made from.
+ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& options,
+                       const std::vector<std::string>& base_environment,
+                       const std::function<StopRequests()>& stop_requests, std::ostream& lines);
+
+// This process's environment as NAME=value strings.
+std::vector<std::string> current_environment();
+
+}  // namespace tfork::workflow
