@@ -61,6 +61,11 @@ tigris::Client& Context::client() {
   return *client_;
 }
 
+std::optional<std::string> Context::access_key_in_use() const {
+  if (!client_) return std::nullopt;
+  return client_->settings().credentials.access_key_id;
+}
+
 output::Format Context::format() const {
   if (options.json) return output::Format::json;
   auto value = options.output;

@@ -4,16 +4,20 @@
 #include "tfork/commands/bucket.hpp"
 #include "tfork/commands/completion.hpp"
 #include "tfork/commands/fork.hpp"
+#include "tfork/commands/run.hpp"
 #include "tfork/commands/serve.hpp"
 #include "tfork/commands/snapshot.hpp"
 #include "tfork/commands/teardown.hpp"
 #include "tfork/commands/version.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/version.hpp"
+#include "tfork/workflow/agent_env.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <unistd.h>
 
@@ -150,6 +154,7 @@ void register_commands(CLI::App& app, Context& context) {
   commands::register_bucket(app, context);
   commands::register_completion(app, context);
   commands::register_fork(app, context);
+  commands::register_run(app, context);
   commands::register_serve(app, context);
   commands::register_snapshot(app, context);
   commands::register_teardown(app, context);
@@ -182,7 +187,18 @@ int run(int argc, char** argv, Context& context) {
   try {
     app = make_app(context);
     install_interrupt_handler();
-    app->parse(argc, argv);
+    // Everything after the first `--` is an agent's command, kept apart from what CLI11
+    // parses (CLI11's vector form takes the arguments in reverse order).
+    std::vector<std::string> arguments(argv + std::min(argc, 1), argv + argc);
+    if (const auto separator = std::ranges::find(arguments, "--"); separator != arguments.end()) {
+      context.has_separator = true;
+      context.command_after_separator.assign(separator + 1, arguments.end());
+      arguments.erase(separator, arguments.end());
+    }
+    std::ranges::reverse(arguments);
+    app->parse(arguments);
+    if (context.has_separator && !context.takes_command)
+      usage_error("this command takes no command after --");
     if (context.selected_command) result = context.selected_command();
   } catch (const CLI::Success& done) {  // --help, --version
     return app->exit(done);
@@ -196,6 +212,13 @@ int run(int argc, char** argv, Context& context) {
   } catch (const std::exception& error) {
     result = CommandResult{};
     result.error = Error{ErrorKind::other, "InternalError", error.what(), 0, {}};
+  }
+  // An operator command that fails with an agent's key: say whose key it is (issue 7 §2).
+  if (result.error && result.error->kind == ErrorKind::auth) {
+    if (const auto key = context.access_key_in_use()) {
+      if (auto hint = workflow::agent_key_hint(*key, std::filesystem::current_path()))
+        result.error->message += "; " + *hint;
+    }
   }
   // Ctrl-C decides the exit code unless the command already reported a definite failure.
   if (interrupted().load() && (!result.error || result.error->kind == ErrorKind::partial))

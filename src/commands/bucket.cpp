@@ -5,6 +5,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/tigris/fork_ops.hpp"
 #include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
@@ -43,12 +44,38 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
     if (!tigris::error_from_result(head, "HeadBucket")) {
       const auto info = tigris::parse_head_bucket(*head);
       if (options.snapshots && !info.snapshots_enabled) {
-        spdlog::warn("bucket '{}' already exists without snapshots enabled", options.name);
+        // cli.md §10: asked for snapshots on a regular bucket of ours: turn them on.
+        run_bucket_set(client, options.name, true);
+        return {options.name, false, true};
       }
       return {options.name, false, info.snapshots_enabled};
     }
   }
   throw TforkError(std::move(*error));
+}
+
+SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots) {
+  if (!snapshots) {
+    // tigris-wire §2.2: Snapshot -> Regular is refused for fork parents and forks; said here
+    // before anything changes, since the real service checks it only eventually.
+    const auto head = tigris::parse_head_bucket(
+        tigris::expect_success(client.send(tigris::head_bucket(name)), "HeadBucket"));
+    if (head.fork_source)
+      throw TforkError(ErrorKind::conflict, "BucketIsFork",
+                       fmt::format("bucket {} is a fork of {}: a fork keeps snapshots on", name,
+                                   *head.fork_source));
+    if (head.is_fork_parent)
+      throw TforkError(ErrorKind::conflict, "BucketHasForks",
+                       fmt::format("bucket {} has forks: snapshots stay on while forks depend "
+                                   "on it (delete them first)",
+                                   name));
+  }
+  const auto response = tigris::expect_success(
+      client.send(tigris::set_bucket_type(name, snapshots)), "UpdateBucketSettings");
+  if (auto message = tigris::settings_error(response))
+    throw TforkError(ErrorKind::other, "BucketSettingsRefused",
+                     fmt::format("bucket {}: {}", name, *message));
+  return {name, snapshots};
 }
 
 output::Json to_json(const CreateResult& result) {
@@ -189,7 +216,7 @@ namespace tfork::commands {
 using namespace bucket;
 
 void register_bucket(CLI::App& root, cli::Context& context) {
-  auto* bucket = root.add_subcommand("bucket", "Create and delete buckets");
+  auto* bucket = root.add_subcommand("bucket", "Create, change and delete buckets");
   bucket->require_subcommand(1);
 
   auto create_options = std::make_shared<CreateOptions>();
@@ -245,6 +272,36 @@ void register_bucket(CLI::App& root, cli::Context& context) {
     auto outcome = cli::document(to_json(result), to_table(result));
     outcome.error = batch_error(result);
     return outcome;
+  });
+
+  struct SetOptions {
+    std::string name;
+    std::string snapshots;
+  };
+  auto set_options = std::make_shared<SetOptions>();
+  auto* set = bucket->add_subcommand("set",
+                                     "Change a bucket's settings (the bucket-settings "
+                                     "PATCH)");
+  set->footer(
+      "--snapshots on makes a regular bucket snapshot-enabled (it can then be snapshotted and\n"
+      "forked); off is refused (exit 6) while the bucket has forks or is one." +
+      std::string("\n\n") + set->get_footer());
+  set->add_option("NAME", set_options->name, "Bucket name")->required();
+  set->add_option("--snapshots", set_options->snapshots, "on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->required();
+  cli::on_run(*set, context, [&context, set_options] {
+    cli::require_bucket_name(set_options->name);
+    const bool on = set_options->snapshots == "on";
+    if (context.options.dry_run) {
+      const tigris::Operation ops[] = {tigris::set_bucket_type(set_options->name, on)};
+      return context.dry_run(ops);
+    }
+    const auto result = run_bucket_set(context.client(), set_options->name, on);
+    return cli::document(
+        output::Json{{"bucket", result.bucket}, {"snapshots_enabled", result.snapshots_enabled}},
+        fmt::format("bucket {}: snapshots {}\n", result.bucket,
+                    result.snapshots_enabled ? "on" : "off"));
   });
 }
 

@@ -106,17 +106,46 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
 struct EnvOptions {
   std::string manifest;
   std::string selector;
+  std::string format;  // "" : by --output (json) or env
 };
 
 void add_fork_env(CLI::App& fork, cli::Context& context) {
   auto options = std::make_shared<EnvOptions>();
   auto* command = fork.add_subcommand(
-      "env", "Print the environment of one agent: its fork, key and endpoints (for eval)");
+      "env",
+      "Print one agent's whole environment: its fork, key and endpoints, and the "
+      "credential sources it must not see");
+  command->footer(
+      "Sets every variable the AWS tools, the Tigris SDKs and the Tigris CLI read, points\n"
+      "AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE at /dev/null and unsets every other\n"
+      "credential source. Use it in a subshell, never in the operator's own shell:\n"
+      "  ( eval \"$(tfork fork env --manifest run.json 3)\"; ./agent.sh )\n"
+      "or let `tfork fork exec` do it. Exit 3 for a fork the manifest does not record as live." +
+      std::string("\n\n") + command->get_footer());
   command->add_option("--manifest", options->manifest, "The manifest of fork create")->required();
   command->add_option("fork", options->selector, "1-based index or bucket name")->required();
+  command
+      ->add_option("--format", options->format,
+                   "env (export/unset lines, the default), dotenv, or json")
+      ->check(CLI::IsMember({"env", "dotenv", "json"}));
   cli::on_run(*command, context, [options, &context] {
     const auto manifest = workflow::read_manifest(options->manifest);
     const auto env = workflow::agent_env(manifest, options->selector);
+    if (options->format == "dotenv") {
+      cli::CommandResult result;
+      result.text = workflow::to_dotenv(env);
+      return result;
+    }
+    if (options->format == "json") {
+      cli::CommandResult result;
+      result.text = workflow::to_json(env).dump(2) + "\n";
+      return result;
+    }
+    if (options->format == "env") {
+      cli::CommandResult result;
+      result.text = workflow::to_shell(env);
+      return result;
+    }
     return cli::document(workflow::to_json(env), workflow::to_shell(env));
   });
 }
@@ -128,6 +157,8 @@ void register_fork(CLI::App& root, cli::Context& context) {
   group->require_subcommand(1);
   add_fork_create(*group, context);
   add_fork_env(*group, context);
+  fork::add_fork_exec(*group, context);
+  fork::add_fork_after(*group, context);
   fork::add_fork_head(*group, context);
   fork::add_fork_ls(*group, context);
 }

@@ -22,6 +22,8 @@ int exit_code(ErrorKind kind) {
       return 64;
     case ErrorKind::interrupted:
       return 130;
+    case ErrorKind::terminated:
+      return 143;
   }
   return 1;
 }
@@ -46,6 +48,8 @@ std::string_view kind_name(ErrorKind kind) {
       return "usage";
     case ErrorKind::interrupted:
       return "interrupted";
+    case ErrorKind::terminated:
+      return "terminated";
   }
   return "other";
 }

@@ -3,9 +3,11 @@
 #include "tfork/output/render.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <set>
 
 namespace tfork::workflow {
@@ -172,6 +174,41 @@ std::vector<std::string> process_environment(const AgentEnv& env,
   for (const auto& [name, value] : env.variables)
     out.push_back(name + "=" + value);
   return out;
+}
+
+}  // namespace tfork::workflow
+
+namespace tfork::workflow {
+
+std::optional<std::string> agent_key_hint(std::string_view access_key_id,
+                                          const std::filesystem::path& dir) {
+  if (access_key_id.empty()) return std::nullopt;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& path = it->path();
+    if (path.extension() != ".json" || !it->is_regular_file(ec)) continue;
+    // Manifests are small; anything large is not one.
+    if (it->file_size(ec) > 64 * 1024 * 1024 || ec) continue;
+    std::ifstream in(path);
+    const auto json = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (json.is_discarded() || !json.is_object() || !json.contains("forks") ||
+        !json["forks"].is_array())
+      continue;
+    for (const auto& fork : json["forks"]) {
+      if (!fork.is_object() || !fork.contains("access_key_id") ||
+          !fork["access_key_id"].is_string() || fork["access_key_id"] != access_key_id)
+        continue;
+      const auto bucket = fork.contains("bucket") && fork["bucket"].is_string()
+                              ? fork["bucket"].get<std::string>()
+                              : std::string("?");
+      return fmt::format(
+          "the access key {} is the agent key of fork {} (manifest {}): it reaches only that "
+          "fork. Run operator commands with your own credentials, and agents through "
+          "`tfork fork exec` or a subshell, not an eval of `fork env` in your shell",
+          access_key_id, bucket, path.filename().string());
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace tfork::workflow

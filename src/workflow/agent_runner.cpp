@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -281,6 +282,158 @@ ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& 
     }
   }
   return outcome;
+}
+
+}  // namespace tfork::workflow
+
+namespace tfork::workflow {
+namespace {
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGPIPE:
+      return "SIGPIPE";
+    default:
+      return "SIG" + std::to_string(sig);
+  }
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+    ++digits;
+  if (digits == 0 || digits > 9) return std::nullopt;
+  const auto number = std::stoll(std::string(text.substr(0, digits)));
+  const auto unit = text.substr(digits);
+  std::int64_t ms = 0;
+  if (unit.empty() || unit == "s") {
+    ms = number * 1000;
+  } else if (unit == "ms") {
+    ms = number;
+  } else if (unit == "m") {
+    ms = number * 60'000;
+  } else if (unit == "h") {
+    ms = number * 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  if (ms <= 0) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
+std::vector<AgentSpec> plan_agents(const Manifest& manifest,
+                                   const std::vector<std::string>& selectors,
+                                   const std::vector<std::string>& command) {
+  std::vector<AgentEnv> envs;
+  if (selectors.empty()) {
+    envs = agent_envs(manifest);
+    if (envs.empty())
+      throw TforkError(ErrorKind::not_found, "NoSuchFork",
+                       "the manifest has no live fork with an access key to run an agent in");
+  } else {
+    for (const auto& selector : selectors) {
+      auto env = agent_env(manifest, selector);
+      const bool twice = std::ranges::any_of(
+          envs, [&](const AgentEnv& other) { return other.bucket == env.bucket; });
+      if (!twice) envs.push_back(std::move(env));
+    }
+    std::ranges::sort(envs, {}, &AgentEnv::index);
+  }
+  std::vector<AgentSpec> specs;
+  for (auto& env : envs) {
+    auto argv = substitute(command, env);
+    specs.push_back(AgentSpec{std::move(env), std::move(argv)});
+  }
+  return specs;
+}
+
+output::Json agents_json(const ExecOutcome& outcome) {
+  output::Json agents = output::Json::array();
+  for (const auto& agent : outcome.agents) {
+    output::Json item{
+        {"bucket", agent.bucket},
+        {"index", agent.index},
+        {"exit_code", agent.exit_code ? output::Json(*agent.exit_code) : output::Json()},
+        {"signal", agent.signal ? output::Json(signal_name(*agent.signal)) : output::Json()},
+        {"seconds", std::round(agent.seconds * 1000) / 1000},
+        {"started", agent.started},
+        {"timed_out", agent.timed_out}};
+    if (!agent.error.empty()) item["error"] = agent.error;
+    agents.push_back(std::move(item));
+  }
+  return agents;
+}
+
+std::string agents_table(const ExecOutcome& outcome) {
+  output::Table table({"FORK", "INDEX", "EXIT", "SIGNAL", "SECONDS"});
+  for (const auto& agent : outcome.agents) {
+    std::string exit = agent.exit_code ? std::to_string(*agent.exit_code) : "-";
+    if (!agent.started) exit = "not started";
+    std::string signal = agent.signal ? signal_name(*agent.signal) : "-";
+    if (agent.timed_out) signal += " (timeout)";
+    table.row({agent.bucket, std::to_string(agent.index), exit, signal,
+               agent.started ? fmt::format("{:.1f}", agent.seconds) : "-"});
+  }
+  return table.render();
+}
+
+void record_agents(Manifest& manifest, const ExecOutcome& outcome) {
+  for (const auto& agent : outcome.agents) {
+    if (!agent.started) continue;
+    for (auto& fork : manifest.forks) {
+      if (fork.bucket != agent.bucket) continue;
+      AgentRecord record;
+      record.exit_code = agent.exit_code;
+      if (agent.signal) record.signal = signal_name(*agent.signal);
+      record.seconds = std::round(agent.seconds * 1000) / 1000;
+      fork.agent = record;
+    }
+  }
+}
+
+std::optional<Error> exec_error(const ExecOutcome& outcome) {
+  if (outcome.interrupted_by == SIGTERM)
+    return Error{ErrorKind::terminated,
+                 "Terminated",
+                 "terminated: SIGTERM was forwarded to every agent",
+                 0,
+                 {}};
+  if (outcome.interrupted_by != 0)
+    return Error{ErrorKind::interrupted,
+                 "Interrupted",
+                 "interrupted: SIGINT was forwarded to every agent",
+                 0,
+                 {}};
+  std::vector<std::string> failed;
+  for (const auto& agent : outcome.agents)
+    if (!agent.succeeded()) failed.push_back(agent.bucket);
+  if (failed.empty()) return std::nullopt;
+  std::string names;
+  for (std::size_t i = 0; i < failed.size() && i < 5; ++i)
+    names += (i ? ", " : "") + failed[i];
+  if (failed.size() > 5) names += ", ...";
+  return Error{ErrorKind::partial,
+               "AgentsFailed",
+               fmt::format("{} of {} agents did not exit 0: {}", failed.size(),
+                           outcome.agents.size(), names),
+               0,
+               {}};
 }
 
 }  // namespace tfork::workflow

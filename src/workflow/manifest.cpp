@@ -115,12 +115,20 @@ Error item_error_from_json(const output::Json& json) {
 output::Json to_json(const Manifest& manifest) {
   output::Json forks = output::Json::array();
   for (const auto& fork : manifest.forks) {
-    forks.push_back(output::item_json(
+    auto item = output::item_json(
         output::Json{{"bucket", fork.bucket}}, item_status(fork),
         output::Json{
             {"access_key_id", output::json_or_null(fork.access_key_id)},
             {"secret_access_key", output::json_or_null(fork.secret_access_key)},
-            {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}}));
+            {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}});
+    if (fork.agent) {
+      item["agent"] = output::Json{
+          {"exit_code",
+           fork.agent->exit_code ? output::Json(*fork.agent->exit_code) : output::Json()},
+          {"signal", fork.agent->signal ? output::Json(*fork.agent->signal) : output::Json()},
+          {"seconds", fork.agent->seconds}};
+    }
+    forks.push_back(std::move(item));
   }
   return output::Json{{"source", manifest.source},
                       {"snapshot", output::json_or_null(manifest.snapshot)},
@@ -152,6 +160,17 @@ Manifest manifest_from_json(const output::Json& json) {
     if (!role.empty() && !fork.role) not_a_manifest("fork " + fork.bucket + " has unknown role");
     if (item.contains("error") && item["error"].is_object())
       fork.error = item_error_from_json(item["error"]);
+    if (item.contains("agent") && item["agent"].is_object()) {
+      const auto& agent = item["agent"];
+      AgentRecord record;
+      if (agent.contains("exit_code") && agent["exit_code"].is_number_integer())
+        record.exit_code = agent["exit_code"].get<int>();
+      if (agent.contains("signal") && agent["signal"].is_string())
+        record.signal = agent["signal"].get<std::string>();
+      if (agent.contains("seconds") && agent["seconds"].is_number())
+        record.seconds = agent["seconds"].get<double>();
+      fork.agent = record;
+    }
     manifest.forks.push_back(std::move(fork));
   }
   return manifest;

@@ -24,6 +24,7 @@ while read -r command; do
 done <<'COMMANDS'
 bucket create
 bucket rm
+bucket set
 snapshot take
 snapshot ls
 snapshot rm
@@ -31,6 +32,11 @@ fork create
 fork head
 fork ls
 fork env
+fork exec
+fork diff
+fork merge
+fork rebase
+run
 teardown
 serve
 completion

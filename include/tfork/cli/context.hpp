@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tfork::cli {
 
@@ -47,10 +48,18 @@ class Context {
   GlobalOptions options;
   // What the parsed command line selected (set through on_run); cli::run calls it.
   CommandRun selected_command;
+  // What follows the first `--` on the command line: an agent's command (`fork exec`, `run`),
+  // never parsed as tfork's options. `takes_command` is set while parsing by the commands that
+  // accept one; for any other, a `--` is a usage error.
+  bool has_separator = false;
+  std::vector<std::string> command_after_separator;
+  bool takes_command = false;
 
   const Environment& env() const { return env_; }
   const Config& config();
   tigris::Client& client();  // resolves credentials on first use
+  // The access key id the client signs with, when a client was made (never resolves one).
+  std::optional<std::string> access_key_in_use() const;
 
   output::Format format() const;
   bool progress_enabled() const { return !options.quiet && !options.no_progress; }

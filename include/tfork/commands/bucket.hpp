@@ -26,10 +26,20 @@ struct CreateResult {
   bool snapshots_enabled = false;
 };
 
-// Throws TforkError for a failure (exit code of its kind).
+// Throws TforkError for a failure (exit code of its kind). With --exist-ok and --snapshots,
+// an existing regular bucket of ours gets snapshots turned on (cli.md §10).
 CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options);
 output::Json to_json(const CreateResult& result);
 std::string to_table(const CreateResult& result);
+
+// bucket set NAME --snapshots on|off: the bucket-settings PATCH {"type":1|0} (tigris-wire
+// §2.2). Off is refused (conflict, exit 6) before the PATCH when HeadBucket shows a fork or a
+// fork parent. Throws TforkError for a failure, or for a settings answer with status error.
+struct SetResult {
+  std::string bucket;
+  bool snapshots_enabled = false;
+};
+SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots);
 
 struct RemoveOptions {
   std::vector<std::string> names;  // each once

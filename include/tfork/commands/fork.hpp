@@ -6,7 +6,9 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
 
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tfork::commands {
@@ -47,6 +49,59 @@ struct ListResult {
 ListResult run_fork_ls(tigris::Client& client, const std::string& source);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);
+
+// ---- after the agents (cli.md §10): fork exec (fork_exec.cpp); fork diff, merge and rebase
+// (fork_after.cpp)
+
+void add_fork_exec(CLI::App& fork, cli::Context& context);
+void add_fork_after(CLI::App& fork, cli::Context& context);
+
+struct DiffOptions {
+  std::string fork;
+  std::string prefix;
+  bool stat = false;
+};
+// Streams the diff of `fork` against its source to `out` as it is found: rows (or, with
+// `json`, the cli.md §6 document written piece by piece), then the totals.
+void write_diff(tigris::Client& client, const std::string& fork, const std::string& prefix,
+                bool stat_only, bool json, std::ostream& out);
+// A key for a terminal: control characters as \xNN.
+std::string printable_key(std::string_view key);
+
+struct MergeOptions {
+  std::string fork;
+  std::string into;  // "" : the fork's source
+  bool no_snapshot = false;
+};
+struct MergeResult {
+  std::string fork;
+  std::string into;
+  std::string before_snapshot;  // "" with --no-snapshot
+  std::string snapshot;         // the parent's version after the merge
+};
+// Names checked before anything is sent (exit 64).
+void check_merge_options(const MergeOptions& options);
+// HeadBucket of the fork: the parent it merges into. Exit 64 when it is not a direct fork of
+// --into (or not a fork), before any change.
+std::string merge_parent(tigris::Client& client, const MergeOptions& options);
+std::vector<tigris::Operation> merge_operations(const MergeOptions& options,
+                                                const std::string& parent);
+// The `before-merge <fork>` snapshot of the parent (unless --no-snapshot), then the merge.
+MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
+                      const std::string& parent);
+output::Json to_json(const MergeResult& result);
+std::string to_table(const MergeResult& result);
+
+struct RebaseResult {
+  std::string fork;
+  std::string source;
+  std::string snapshot;  // the fork's new base
+};
+// HeadBucket of the fork: its source (exit 64 when it is not a fork).
+std::string rebase_source(tigris::Client& client, const std::string& fork);
+RebaseResult run_rebase(tigris::Client& client, const std::string& fork, const std::string& source);
+output::Json to_json(const RebaseResult& result);
+std::string to_table(const RebaseResult& result);
 
 }  // namespace fork
 }  // namespace tfork::commands

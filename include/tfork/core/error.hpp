@@ -18,6 +18,7 @@ enum class ErrorKind {
   partial,      // exit 7: some items of a batch failed
   usage,        // exit 64: bad flag, bad name (before anything is sent)
   interrupted,  // exit 130: SIGINT
+  terminated,   // exit 143: SIGTERM (CI cancels with it)
 };
 
 // The exit code of cli.md §6 for an error kind.

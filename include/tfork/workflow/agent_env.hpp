@@ -10,7 +10,9 @@
 #include "tfork/workflow/manifest.hpp"
 
 #include <cstddef>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,6 +54,12 @@ std::string to_shell(const AgentEnv& env);
 std::string to_dotenv(const AgentEnv& env);
 // `--format json` / -o json: {"NAME": "value", ..., "REMOVED": null, ...}.
 output::Json to_json(const AgentEnv& env);
+
+// When a manifest in `dir` (its *.json files) records `access_key_id` as an agent's key: a
+// sentence naming the fork and the manifest, for an error message (an operator command run
+// with an agent's key, e.g. after an `eval` of `fork env` in the operator's own shell).
+std::optional<std::string> agent_key_hint(std::string_view access_key_id,
+                                          const std::filesystem::path& dir);
 
 // The environment of an agent process: `base` (NAME=value strings, e.g. environ) without
 // the removed variables, with the agent's variables set.

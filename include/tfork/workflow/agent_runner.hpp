@@ -14,6 +14,8 @@
 // * Lines are written whole: two agents' lines never interleave within a line. A line longer
 //   than 64 KiB is cut into 64 KiB pieces; a last line without a newline is still written.
 
+#include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
 #include "tfork/workflow/agent_env.hpp"
 
 #include <chrono>
@@ -74,5 +76,32 @@ ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& 
 
 // This process's environment as NAME=value strings.
 std::vector<std::string> current_environment();
+
+// ---- planning and reporting (fork exec and run)
+
+// "90", "90s", "1500ms", "5m", "2h" (a whole number and a unit; no unit means seconds).
+// nullopt when it is not one, or is zero.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+// The agents to run, in manifest order, each with `command` ({bucket}/{index} replaced):
+// every live fork with a key when `selectors` is empty, else the selected ones (a 1-based
+// index or a bucket name, each once). Throws TforkError for a selector that names no usable
+// fork (agent_env's rules), and not_found when no fork is usable at all.
+std::vector<AgentSpec> plan_agents(const Manifest& manifest,
+                                   const std::vector<std::string>& selectors,
+                                   const std::vector<std::string>& command);
+
+// cli.md §6: [{"bucket","index","exit_code","signal","seconds"}]: "signal" is the name of
+// the signal that ended the agent ("SIGTERM") or null; "exit_code" is null when it did not
+// exit by itself; an agent never started has both null and "started": false.
+output::Json agents_json(const ExecOutcome& outcome);
+std::string agents_table(const ExecOutcome& outcome);
+
+// Each agent's end in its manifest entry ("agent": {"exit_code","signal","seconds"}).
+void record_agents(Manifest& manifest, const ExecOutcome& outcome);
+
+// The outcome as an error: none when every agent exited 0; interrupted (130) or terminated
+// (143) when tfork was; else partial (7) naming the agents that did not succeed.
+std::optional<Error> exec_error(const ExecOutcome& outcome);
 
 }  // namespace tfork::workflow

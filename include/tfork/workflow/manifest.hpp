@@ -28,13 +28,21 @@ enum class ForkStatus {
 std::string_view status_name(ForkStatus status);
 std::optional<ForkStatus> parse_fork_status(std::string_view text);
 
+// How an agent run by `fork exec` / `run` in this fork ended (cli.md §11).
+struct AgentRecord {
+  std::optional<int> exit_code;       // when it exited
+  std::optional<std::string> signal;  // "SIGTERM" when a signal ended it
+  double seconds = 0;
+};
+
 struct ManifestFork {
   std::string bucket;
   ForkStatus status = ForkStatus::pending;
-  std::string access_key_id;      // "" when there is no key (yet)
-  std::string secret_access_key;  // "" when there is no key (yet)
-  std::optional<iam::Role> role;  // nullopt with --keys none
-  std::optional<Error> error;     // why the fork or its key failed
+  std::string access_key_id;         // "" when there is no key (yet)
+  std::string secret_access_key;     // "" when there is no key (yet)
+  std::optional<iam::Role> role;     // nullopt with --keys none
+  std::optional<Error> error;        // why the fork or its key failed
+  std::optional<AgentRecord> agent;  // its last agent's end, once one ran
 
   // A key was asked for but its id is not recorded (the run stopped while the request was in
   // flight): a key named `<bucket>-key` may exist, and teardown looks for it.

@@ -1,0 +1,48 @@
+#pragma once
+// `fork diff` (cli.md §10): what an agent changed in its fork, against the fork's source as
+// of the fork's snapshot. Both sides are ListObjectsV2 listings in key order, read page by
+// page (the next page of both sides fetched together, one page ahead) and merged as they
+// stream: memory holds at most two pages per side, whatever the object count.
+
+#include "tfork/tigris/client.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace tfork::workflow {
+
+enum class ChangeKind { added, modified, deleted };
+std::string_view change_name(ChangeKind kind);
+
+struct Change {
+  std::string key;
+  ChangeKind kind = ChangeKind::added;
+  std::int64_t size = 0;  // the fork's object; the source's for a deleted key
+  std::string etag;
+};
+
+struct DiffStat {
+  std::int64_t added = 0;
+  std::int64_t modified = 0;
+  std::int64_t deleted = 0;
+  std::int64_t bytes = 0;  // the size of every added and modified object
+};
+
+struct DiffTarget {
+  std::string fork;
+  std::string source;
+  std::string snapshot;
+};
+
+// HeadBucket of `fork`: its source and snapshot. Throws TforkError: not_found for a missing
+// bucket, usage (exit 64) for a bucket that is not a fork.
+DiffTarget diff_target(tigris::Client& client, std::string_view fork);
+
+// Streams every change, in key order, to `on_change`; returns the totals. A key present on
+// both sides is modified when its size or ETag differ. Throws TforkError on a failed page.
+DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
+                     const std::function<void(const Change&)>& on_change);
+
+}  // namespace tfork::workflow

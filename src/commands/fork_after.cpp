@@ -1,0 +1,285 @@
+// tfork fork diff | merge | rebase (cli.md §10): what an agent changed, keeping the winner,
+// and moving a fork onto its parent's present. Registered under the `fork` group by
+// register_fork (fork.cpp).
+#include "tfork/cli/context.hpp"
+#include "tfork/commands/fork.hpp"
+#include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
+#include "tfork/tigris/buckets.hpp"
+#include "tfork/tigris/fork_ops.hpp"
+#include "tfork/workflow/fork_diff.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <unistd.h>
+
+namespace tfork::commands::fork {
+namespace {
+
+// Writing into a bucket every agent forked from is an operator's act (cli.md §10): on a
+// terminal it asks, elsewhere it needs --yes (exit 64 before anything is changed).
+void confirm(const cli::Context& context, const std::string& question) {
+  if (context.options.yes) return;
+  if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1)
+    usage_error(question + ": not on a terminal, so pass --yes to confirm");
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes"))
+    throw TforkError(ErrorKind::usage, "NotConfirmed", "not confirmed; nothing was changed");
+}
+
+tigris::BucketHead head_of(tigris::Client& client, const std::string& bucket) {
+  return tigris::parse_head_bucket(
+      tigris::expect_success(client.send(tigris::head_bucket(bucket)), "HeadBucket"));
+}
+
+std::string version_of(const http::Response& response, std::string_view operation) {
+  auto version = tigris::parse_snapshot_version(response);
+  if (!version)
+    throw TforkError(ErrorKind::other, "NoSnapshotVersion",
+                     std::string(operation) + " answered without X-Tigris-Snapshot-Version");
+  return *version;
+}
+
+std::string before_merge_name(const std::string& fork) {
+  return "before-merge " + fork;
+}
+
+}  // namespace
+
+// ---- fork merge
+
+std::vector<tigris::Operation> merge_operations(const MergeOptions& options,
+                                                const std::string& parent) {
+  std::vector<tigris::Operation> operations;
+  if (!options.no_snapshot)
+    operations.push_back(tigris::take_snapshot(parent, before_merge_name(options.fork)));
+  operations.push_back(tigris::merge_fork(options.fork, parent));
+  return operations;
+}
+
+void check_merge_options(const MergeOptions& options) {
+  cli::require_bucket_name(options.fork, "fork");
+  if (!options.into.empty()) cli::require_bucket_name(options.into, "parent");
+  if (options.into == options.fork) usage_error("a fork cannot be merged into itself");
+  // The snapshot's name carries the fork's, so it must make a valid snapshot name too.
+  if (auto problem = tigris::snapshot_name_problem(before_merge_name(options.fork)))
+    usage_error("cannot name the snapshot '" + before_merge_name(options.fork) + "': " + *problem);
+}
+
+std::string merge_parent(tigris::Client& client, const MergeOptions& options) {
+  const auto head = head_of(client, options.fork);
+  if (!head.fork_source)
+    usage_error("bucket " + options.fork + " is not a fork: there is nothing to merge");
+  const std::string parent = options.into.empty() ? *head.fork_source : options.into;
+  if (*head.fork_source != parent)
+    usage_error(fmt::format("{} is a fork of {}, not of {}: a fork merges into its direct parent",
+                            options.fork, *head.fork_source, parent));
+  return parent;
+}
+
+MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
+                      const std::string& parent) {
+  MergeResult result{options.fork, parent, {}, {}};
+  if (!options.no_snapshot) {
+    result.before_snapshot =
+        version_of(tigris::expect_success(
+                       client.send(tigris::take_snapshot(parent, before_merge_name(options.fork))),
+                       "CreateBucketSnapshot"),
+                   "CreateBucketSnapshot");
+  }
+  result.snapshot = version_of(
+      tigris::expect_success(client.send(tigris::merge_fork(options.fork, parent)), "MergeFork"),
+      "MergeFork");
+  return result;
+}
+
+output::Json to_json(const MergeResult& result) {
+  return output::Json{{"fork", result.fork},
+                      {"into", result.into},
+                      {"before_snapshot", output::json_or_null(result.before_snapshot)},
+                      {"snapshot", result.snapshot}};
+}
+
+std::string to_table(const MergeResult& result) {
+  std::string text = fmt::format("merged {} into {}\n", result.fork, result.into);
+  if (!result.before_snapshot.empty())
+    text += fmt::format("before: {}  (snapshot '{}': fork it to undo the merge)\n",
+                        result.before_snapshot, before_merge_name(result.fork));
+  text += fmt::format("after:  {}\n", result.snapshot);
+  return text;
+}
+
+// ---- fork rebase
+
+std::string rebase_source(tigris::Client& client, const std::string& fork) {
+  const auto head = head_of(client, fork);
+  if (!head.fork_source)
+    usage_error("bucket " + fork + " is not a fork: there is nothing to rebase");
+  return *head.fork_source;
+}
+
+RebaseResult run_rebase(tigris::Client& client, const std::string& fork,
+                        const std::string& source) {
+  const auto version = version_of(
+      tigris::expect_success(client.send(tigris::rebase_fork(fork)), "RebaseFork"), "RebaseFork");
+  return RebaseResult{fork, source, version};
+}
+
+output::Json to_json(const RebaseResult& result) {
+  return output::Json{{"fork", result.fork}, {"snapshot", result.snapshot}};
+}
+
+std::string to_table(const RebaseResult& result) {
+  return fmt::format("rebased {} onto {} as of {}\n", result.fork, result.source, result.snapshot);
+}
+
+// ---- fork diff
+
+namespace {
+
+output::Json stat_json(const workflow::DiffStat& stat) {
+  return output::Json{{"added", stat.added},
+                      {"modified", stat.modified},
+                      {"deleted", stat.deleted},
+                      {"bytes", stat.bytes}};
+}
+
+}  // namespace
+
+void write_diff(tigris::Client& client, const std::string& fork, const std::string& prefix,
+                bool stat_only, bool json, std::ostream& out) {
+  const auto target = workflow::diff_target(client, fork);
+  if (json) {
+    auto head =
+        output::Json{
+            {"fork", target.fork}, {"source", target.source}, {"snapshot", target.snapshot}}
+            .dump();
+    head.pop_back();  // the closing brace: "changes" and "stat" follow
+    out << head << ",\"changes\":[";
+  } else if (!stat_only) {
+    out << fmt::format("{:<9}{:>12}  {}\n", "STATUS", "SIZE", "KEY");
+  }
+  std::size_t written = 0;
+  const auto stat =
+      workflow::stream_diff(client, target, prefix, [&](const workflow::Change& change) {
+        if (stat_only) return;
+        const auto status = workflow::change_name(change.kind);
+        if (json) {
+          out << (written++ == 0 ? "" : ",")
+              << output::Json{{"key", change.key},
+                              {"status", status},
+                              {"size", change.size},
+                              {"etag", change.etag}}
+                     .dump();
+        } else {
+          out << fmt::format("{:<9}{:>12}  {}\n", status, change.size, printable_key(change.key));
+        }
+      });
+  if (json) {
+    out << "],\"stat\":" << stat_json(stat).dump() << "}\n";
+  } else {
+    out << fmt::format(
+        "{} added, {} modified, {} deleted; {} bytes added or modified ({} against "
+        "{} at {})\n",
+        stat.added, stat.modified, stat.deleted, stat.bytes, target.fork, target.source,
+        target.snapshot);
+  }
+  out.flush();
+}
+
+std::string printable_key(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// ---- registration
+
+void add_fork_after(CLI::App& fork, cli::Context& context) {
+  auto diff_options = std::make_shared<DiffOptions>();
+  auto* diff = fork.add_subcommand("diff",
+                                   "What an agent changed: FORK against its source at "
+                                   "the fork's snapshot");
+  diff->footer(
+      "Lists added, modified (size or ETag differ) and deleted keys, in key order, as two\n"
+      "listings stream past each other page by page: memory does not grow with the number of\n"
+      "objects. --stat prints the counts and bytes only. Exit 64 when FORK is not a fork." +
+      std::string("\n\n") + diff->get_footer());
+  diff->add_option("FORK", diff_options->fork, "The fork to compare with its source")->required();
+  diff->add_option("--prefix", diff_options->prefix, "Only keys starting with P");
+  diff->add_flag("--stat", diff_options->stat, "Counts and bytes only");
+  cli::on_run(*diff, context, [diff_options, &context] {
+    cli::require_bucket_name(diff_options->fork, "fork");
+    // Streamed to stdout as it is found rather than gathered into a document (cli.md §9:
+    // memory independent of the object count), so the result carries nothing to print.
+    write_diff(context.client(), diff_options->fork, diff_options->prefix, diff_options->stat,
+               context.format() == output::Format::json, std::cout);
+    return cli::CommandResult{};
+  });
+
+  auto merge_options = std::make_shared<MergeOptions>();
+  auto* merge = fork.add_subcommand("merge",
+                                    "Merge a fork into its direct parent (after a "
+                                    "'before-merge <fork>' snapshot of the parent)");
+  merge->footer(
+      "The fork's own changes since it was made land in the parent as new writes; a key that\n"
+      "both changed takes the fork's version. FORK must be a direct fork of PARENT (checked\n"
+      "first). Asks on a terminal; elsewhere needs --yes (exit 64). Prints the parent's\n"
+      "version before (the snapshot; fork it to undo) and after the merge." +
+      std::string("\n\n") + merge->get_footer());
+  merge->add_option("FORK", merge_options->fork, "The fork to merge")->required();
+  merge->add_option("--into", merge_options->into,
+                    "The parent (default: the fork's source; must be it)");
+  merge->add_flag("--no-snapshot", merge_options->no_snapshot,
+                  "Do not snapshot the parent first (the merge cannot be undone by forking)");
+  cli::on_run(*merge, context, [merge_options, &context] {
+    check_merge_options(*merge_options);
+    if (context.options.dry_run && !merge_options->into.empty())
+      return context.dry_run(merge_operations(*merge_options, merge_options->into));
+    auto& client = context.client();
+    const auto parent = merge_parent(client, *merge_options);
+    if (context.options.dry_run) return context.dry_run(merge_operations(*merge_options, parent));
+    confirm(context, fmt::format("Merge fork {} into {}? This writes into {}", merge_options->fork,
+                                 parent, parent));
+    const auto result = run_merge(client, *merge_options, parent);
+    return cli::document(to_json(result), to_table(result));
+  });
+
+  auto rebase_fork = std::make_shared<std::string>();
+  auto* rebase = fork.add_subcommand("rebase",
+                                     "Move a fork onto its source's present; its own "
+                                     "changes stay");
+  rebase->footer(
+      "Asks on a terminal; elsewhere needs --yes (exit 64). Prints the new snapshot "
+      "version the fork is based on." +
+      std::string("\n\n") + rebase->get_footer());
+  rebase->add_option("FORK", *rebase_fork, "The fork to rebase")->required();
+  cli::on_run(*rebase, context, [rebase_fork, &context] {
+    cli::require_bucket_name(*rebase_fork, "fork");
+    if (context.options.dry_run) {
+      const tigris::Operation ops[] = {tigris::rebase_fork(*rebase_fork)};
+      return context.dry_run(ops);
+    }
+    auto& client = context.client();
+    const auto source = rebase_source(client, *rebase_fork);
+    confirm(context, fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
+                                 "current data under its own changes",
+                                 *rebase_fork, source, source));
+    const auto result = run_rebase(client, *rebase_fork, source);
+    return cli::document(to_json(result), to_table(result));
+  });
+}
+
+}  // namespace tfork::commands::fork

@@ -1,0 +1,317 @@
+// tfork fork exec and tfork run (cli.md §10, §11): one process per agent, each with exactly
+// its fork's environment, in parallel; a result row per agent, each agent's end recorded in
+// the manifest; exit 0 / 7 / 130 / 143. `run` is fork create + fork exec + teardown of the
+// forks it does not keep, and its manifest stays.
+#include "tfork/cli/context.hpp"
+#include "tfork/commands/fork.hpp"
+#include "tfork/commands/run.hpp"
+#include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
+#include "tfork/workflow/agent_env.hpp"
+#include "tfork/workflow/agent_runner.hpp"
+#include "tfork/workflow/fork_batch.hpp"
+#include "tfork/workflow/manifest.hpp"
+#include "tfork/workflow/teardown.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+
+namespace tfork::commands {
+namespace {
+
+// Signals received while agents run: counted, not fatal (a second one kills the agents).
+// The transport's cancel flag is raised too, so requests in flight end at once.
+std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_stop_count{0};
+
+extern "C" void on_stop_signal(int sig) {
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, sig);
+  g_stop_count.fetch_add(1);
+  cli::interrupted().store(true);
+}
+
+// Installs the handlers for SIGINT and SIGTERM; the previous ones come back afterwards.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    g_stop_count = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  static workflow::StopRequests requests() { return {g_stop_signal.load(), g_stop_count.load()}; }
+  static Error stop_error() {
+    return g_stop_signal.load() == SIGTERM
+               ? Error{ErrorKind::terminated, "Terminated", "terminated (SIGTERM)", 0, {}}
+               : Error{ErrorKind::interrupted, "Interrupted", "interrupted (SIGINT)", 0, {}};
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// The options fork exec and run share.
+struct AgentOptions {
+  std::size_t parallel = 0;
+  std::string logs;
+  std::string timeout;
+};
+
+void add_agent_options(CLI::App& command, AgentOptions& options) {
+  command.add_option("--parallel", options.parallel, "Agents running at once (default: all)")
+      ->check(CLI::Range(1, 100000));
+  command.add_option("--logs", options.logs,
+                     "Write each agent's output to DIR/<fork>.log instead of prefixed lines on "
+                     "stderr");
+  command.add_option("--timeout", options.timeout,
+                     "Per agent: SIGTERM after DURATION (90, 90s, 5m, 2h), SIGKILL 10 s later");
+}
+
+workflow::ExecOptions exec_options(const AgentOptions& options) {
+  workflow::ExecOptions out;
+  out.parallel = options.parallel;
+  if (!options.logs.empty()) out.logs_dir = options.logs;
+  if (!options.timeout.empty()) {
+    out.timeout = workflow::parse_duration(options.timeout);
+    if (!out.timeout)
+      usage_error("--timeout '" + options.timeout + "': expected a duration such as 90s, 5m, 2h");
+  }
+  return out;
+}
+
+// The agent's command: what followed `--` (cli::run keeps it away from CLI11).
+std::vector<std::string> agent_command(const cli::Context& context) {
+  if (!context.has_separator || context.command_after_separator.empty())
+    usage_error("put the agent's command after --: ... -- CMD [ARG...]");
+  return context.command_after_separator;
+}
+
+// Runs the agents with the stop-signal handlers in place; records their ends in the
+// manifest file.
+workflow::ExecOutcome run_and_record(const std::vector<workflow::AgentSpec>& specs,
+                                     const workflow::ExecOptions& options,
+                                     workflow::Manifest& manifest,
+                                     const std::filesystem::path& manifest_path) {
+  auto outcome = workflow::run_agents(specs, options, workflow::current_environment(),
+                                      StopSignals::requests, std::cerr);
+  workflow::record_agents(manifest, outcome);
+  workflow::write_manifest(manifest_path, manifest, true);
+  return outcome;
+}
+
+// ---- fork exec
+
+struct ExecCommandOptions {
+  std::string manifest;
+  std::vector<std::string> positionals;
+  AgentOptions agents;
+};
+
+cli::CommandResult run_exec(const ExecCommandOptions& options, cli::Context& context) {
+  const auto& selectors = options.positionals;
+  const auto command = agent_command(context);
+  const auto run_options = exec_options(options.agents);
+  auto manifest = workflow::read_manifest(options.manifest);
+  const auto specs = workflow::plan_agents(manifest, selectors, command);
+  StopSignals signals;
+  const auto outcome = run_and_record(specs, run_options, manifest, options.manifest);
+  auto result = cli::document(
+      output::Json{{"manifest", options.manifest}, {"agents", workflow::agents_json(outcome)}},
+      workflow::agents_table(outcome));
+  result.error = workflow::exec_error(outcome);
+  return result;
+}
+
+// ---- run
+
+struct RunOptions {
+  std::string source;
+  int count = 0;
+  std::string prefix;
+  std::string snapshot;
+  std::optional<std::string> snapshot_name;
+  std::string keys = "editor";
+  std::string manifest;
+  std::string keep = "none";
+  AgentOptions agents;
+};
+
+bool kept(const std::string& keep, const workflow::AgentResult& agent) {
+  if (keep == "all") return true;
+  if (keep == "succeeded") return agent.succeeded();
+  if (keep == "failed") return !agent.succeeded();
+  return false;
+}
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
+  const auto agent = agent_command(context);
+  if (options.keys == "none") usage_error("run gives each agent a key: --keys none cannot run");
+  const auto run_options = exec_options(options.agents);
+
+  // The run's record always exists (cli.md §10: the manifest stays): default
+  // ./<prefix>.manifest.json, the prefix fixed here so that both agree.
+  const auto now = unix_ms();
+  const std::string prefix =
+      options.prefix.empty() ? options.source + "-fork-" + std::to_string(now) : options.prefix;
+  workflow::ForkCreateRequest request;
+  request.source = options.source;
+  request.count = options.count;
+  request.prefix = prefix;
+  request.snapshot = options.snapshot;
+  request.snapshot_name = options.snapshot_name;
+  request.keys = options.keys;
+  request.manifest_path = options.manifest.empty()
+                              ? std::filesystem::path(prefix + ".manifest.json")
+                              : std::filesystem::path(options.manifest);
+  request.concurrency = context.options.concurrency;
+  auto plan = workflow::plan_fork_create(request, now);
+  plan.progress = context.progress_enabled();
+  if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
+
+  // From here on, Ctrl-C or SIGTERM at any moment leaves a manifest that `teardown
+  // --manifest` finishes: fork create keeps it complete, the agents get the signal, and the
+  // run stops before its own teardown.
+  StopSignals signals;
+  auto created = workflow::run_fork_create(context.client(), plan, cli::interrupted());
+  const auto manifest_path = *plan.manifest_path;
+  auto manifest = created.manifest;
+  output::Json document{{"manifest", manifest_path.string()}};
+  if (created.exit_code != 0) {
+    auto result = cli::document(workflow::to_json(manifest), workflow::to_table(manifest));
+    result.error = g_stop_count.load() > 0
+                       ? StopSignals::stop_error()
+                       : created.error.value_or(
+                             Error{ErrorKind::other, "Failed", "fork create failed", 0, {}});
+    return result;
+  }
+
+  const auto specs = workflow::plan_agents(manifest, {}, agent);
+  const auto outcome = run_and_record(specs, run_options, manifest, manifest_path);
+  document["agents"] = workflow::agents_json(outcome);
+  std::string text = workflow::agents_table(outcome);
+  if (outcome.interrupted_by != 0 || g_stop_count.load() > 0) {
+    auto result = cli::document(std::move(document), std::move(text));
+    result.error = StopSignals::stop_error();
+    result.error->message +=
+        "; the forks are kept: tfork teardown --manifest " + manifest_path.string();
+    return result;
+  }
+
+  // Teardown of the forks not kept.
+  output::Json kept_names = output::Json::array();
+  workflow::Manifest to_remove = manifest;
+  to_remove.forks.clear();
+  for (const auto& agent : outcome.agents) {
+    const bool keep = kept(options.keep, agent);
+    for (const auto& fork : manifest.forks) {
+      if (fork.bucket != agent.bucket) continue;
+      if (keep) {
+        kept_names.push_back(fork.bucket);
+      } else {
+        to_remove.forks.push_back(fork);
+      }
+    }
+  }
+  document["kept"] = kept_names;
+  std::optional<Error> teardown_error;
+  if (!to_remove.forks.empty()) {
+    auto teardown_plan = workflow::plan_from_manifests({to_remove}, false);
+    teardown_plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
+    const auto removed =
+        workflow::run_teardown(context.client(), teardown_plan, cli::interrupted());
+    document["teardown"] = workflow::to_json(removed);
+    if (removed.exit_code != 0) teardown_error = removed.error;
+  } else {
+    document["teardown"] = nullptr;
+  }
+  text += fmt::format("kept {} of {} forks (--keep {}); manifest: {}\n", kept_names.size(),
+                      outcome.agents.size(), options.keep, manifest_path.string());
+  auto result = cli::document(std::move(document), std::move(text));
+  result.error = teardown_error ? teardown_error : workflow::exec_error(outcome);
+  if (g_stop_count.load() > 0) result.error = StopSignals::stop_error();
+  return result;
+}
+
+}  // namespace
+
+namespace fork {
+
+void add_fork_exec(CLI::App& fork, cli::Context& context) {
+  auto options = std::make_shared<ExecCommandOptions>();
+  auto* command = fork.add_subcommand(
+      "exec", "Run a command once per fork, each with only its own fork's environment");
+  command->footer(
+      "Each agent gets the variables of `fork env` and none of the caller's credentials.\n"
+      "{bucket} and {index} in the command are replaced per agent. Output lines go to stderr\n"
+      "prefixed [<fork>] (or to --logs DIR/<fork>.log); stdout gets one row per agent.\n"
+      "SIGINT/SIGTERM are forwarded to every agent. Exit 0 when every agent exited 0, 7 when\n"
+      "some did not, 130/143 when interrupted; each agent's end is kept in the manifest." +
+      std::string("\n\n") + command->get_footer());
+  command->add_option("--manifest", options->manifest, "The manifest of fork create")->required();
+  command->add_option("FORK", options->positionals,
+                      "Forks by 1-based index or name (default: every fork with a key); the "
+                      "command follows --");
+  command->parse_complete_callback([&context] { context.takes_command = true; });
+  add_agent_options(*command, options->agents);
+  cli::on_run(*command, context, [options, &context] { return run_exec(*options, context); });
+}
+
+}  // namespace fork
+
+void register_run(CLI::App& root, cli::Context& context) {
+  auto options = std::make_shared<RunOptions>();
+  auto* command = root.add_subcommand(
+      "run", "fork create + fork exec + teardown of the forks not kept, in one command");
+  command->footer(
+      "The manifest stays, so that kept forks can be diffed, merged or torn down later.\n"
+      "Ctrl-C (or SIGTERM) at any moment stops the run with a manifest that `teardown\n"
+      "--manifest` finishes. Exit as fork exec, or the error of fork create or teardown." +
+      std::string("\n\n") + command->get_footer());
+  command->add_option("SOURCE", options->source, "The bucket to fork (snapshot-enabled)")
+      ->required();
+  command->parse_complete_callback([&context] { context.takes_command = true; });
+  command->add_option("-n,--count", options->count, "How many agents (forks)")
+      ->check(CLI::Range(1, 100000))
+      ->required();
+  command->add_option("--prefix", options->prefix,
+                      "Fork name prefix (default <source>-fork-<unix-ms>)");
+  command->add_option("--snapshot", options->snapshot,
+                      "Fork from this snapshot instead of taking one");
+  command->add_option("--snapshot-name", options->snapshot_name,
+                      "Name of the snapshot taken (default 'tfork <prefix>')");
+  command->add_option("--keys", options->keys, "Key per fork: editor (default) or readonly")
+      ->check(CLI::IsMember({"editor", "readonly"}));
+  command->add_option("--manifest", options->manifest,
+                      "Where the run's manifest goes (default ./<prefix>.manifest.json)");
+  command
+      ->add_option("--keep", options->keep,
+                   "Forks kept afterwards: none (default), failed, succeeded, all")
+      ->check(CLI::IsMember({"none", "failed", "succeeded", "all"}));
+  add_agent_options(*command, options->agents);
+  cli::on_run(*command, context, [options, &context] { return run_run(*options, context); });
+}
+
+}  // namespace tfork::commands
