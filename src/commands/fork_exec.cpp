@@ -224,10 +224,10 @@ cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   output::Json kept_names = output::Json::array();
   workflow::Manifest to_remove = manifest;
   to_remove.forks.clear();
-  for (const auto& agent : outcome.agents) {
-    const bool keep = kept(options.keep, agent);
+  for (const auto& ended : outcome.agents) {
+    const bool keep = kept(options.keep, ended);
     for (const auto& fork : manifest.forks) {
-      if (fork.bucket != agent.bucket) continue;
+      if (fork.bucket != ended.bucket) continue;
       if (keep) {
         kept_names.push_back(fork.bucket);
       } else {
