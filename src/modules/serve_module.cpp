@@ -1,4 +1,4 @@
-// The tfork-serve.so module: the local store (SQLite, cpp-httplib) behind one C entry point
+// The tfork-serve.so module: the local store (SQLite, libmicrohttpd) behind one C entry point
 // (see tfork/core/module.hpp for why it is a module).
 #include "tfork/server/serve.hpp"
 

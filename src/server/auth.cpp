@@ -55,100 +55,6 @@ bool signed_names_contain(std::string_view names, std::string_view wanted) {
   return false;
 }
 
-// Debian's cpp-httplib 0.11 percent-decodes every header value while parsing the request (its
-// parse_header runs decode_url on the value), so a header the client sent and signed as
-// "src/a%20b.txt" reaches the handler as "src/a b.txt" and the signed bytes are gone. Clients
-// send percent-encoded header values in a few well-known shapes only (x-amz-copy-source above
-// all), so when the signature does not match the headers as received, it is checked again
-// with the decoded values re-encoded the ways clients encode them. A request whose headers
-// were never encoded matches on the first try and never gets here.
-enum class HeaderEncoding { rfc3986_keep_slash, rfc3986, uri_component_keep_slash, uri_component };
-
-std::string reencode(std::string_view value, HeaderEncoding encoding) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  const bool keep_slash = encoding == HeaderEncoding::rfc3986_keep_slash ||
-                          encoding == HeaderEncoding::uri_component_keep_slash;
-  // encodeURIComponent also leaves !'()* alone.
-  const bool component = encoding == HeaderEncoding::uri_component ||
-                         encoding == HeaderEncoding::uri_component_keep_slash;
-  std::string out;
-  for (unsigned char c : value) {
-    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
-    const bool kept = unreserved || (keep_slash && c == '/') ||
-                      (component && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*'));
-    if (kept) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
-constexpr HeaderEncoding k_encodings[] = {
-    HeaderEncoding::rfc3986_keep_slash, HeaderEncoding::rfc3986,
-    HeaderEncoding::uri_component_keep_slash, HeaderEncoding::uri_component};
-
-// The ways a client may have encoded "[/]bucket/key[?versionId=v]": the whole value, or the
-// key alone (its own '/' encoded or not) after a raw "bucket/"; the versionId suffix is raw.
-std::vector<std::string> copy_source_candidates(std::string_view value) {
-  std::string_view suffix;
-  if (const auto question = value.find("?versionId="); question != std::string_view::npos) {
-    suffix = value.substr(question);
-    value = value.substr(0, question);
-  }
-  const std::size_t lead = value.starts_with('/') ? 1 : 0;
-  const auto slash = value.find('/', lead);
-  std::vector<std::string> out;
-  for (auto encoding : k_encodings) {
-    out.push_back(std::string(value.substr(0, lead)) + reencode(value.substr(lead), encoding) +
-                  std::string(suffix));
-    if (slash != std::string_view::npos) {
-      out.push_back(std::string(value.substr(0, slash + 1)) +
-                    reencode(value.substr(slash + 1), encoding) + std::string(suffix));
-    }
-  }
-  return out;
-}
-
-// The candidate header sets to retry with: each way of encoding the copy source, then every
-// signed header whose value an encoder would change (x-amz-meta-* values, Go's snapshot names).
-std::vector<std::vector<sigv4::Header>> reencoded_header_sets(
-    const std::vector<sigv4::Header>& headers, std::string_view signed_names) {
-  auto changes = [&](const sigv4::Header& header) {
-    const auto name = to_lower(header.first);
-    if (name == "host" || name == "authorization" || name == "x-amz-date" ||
-        !signed_names_contain(signed_names, name))
-      return false;
-    return reencode(header.second, HeaderEncoding::rfc3986_keep_slash) != header.second;
-  };
-  auto is_copy_source = [](const sigv4::Header& header) {
-    return to_lower(header.first) == "x-amz-copy-source";
-  };
-  std::vector<std::vector<sigv4::Header>> sets;
-  for (std::size_t i = 0; i < headers.size(); ++i) {
-    if (!is_copy_source(headers[i]) || !changes(headers[i])) continue;
-    for (auto& candidate : copy_source_candidates(headers[i].second)) {
-      sets.push_back(headers);
-      sets.back()[i].second = std::move(candidate);
-    }
-  }
-  for (auto encoding : k_encodings) {
-    auto set = headers;
-    bool changed = false;
-    for (auto& header : set) {
-      if (is_copy_source(header) || !changes(header)) continue;
-      header.second = reencode(header.second, encoding);
-      changed = true;
-    }
-    if (changed) sets.push_back(std::move(set));
-  }
-  return sets;
-}
-
 // The wire query without X-Amz-Signature (a presigned URL signs everything else).
 std::string query_without_signature(std::string_view query) {
   std::string out;
@@ -214,19 +120,11 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
         sigv4::canonical_request(input, authorization.signed_headers, sigv4::UriMode::s3);
     return sigv4::signature(signing_key, sigv4::string_to_sign(amz_date, scope, canonical));
   };
+  // One canonical request, one HMAC chain: header values are verified exactly as received
+  // (the socket layer alters none), so a wrong signature costs the same as a right one.
   auto expected = signature_for(canonical_input);
   if (!signatures_equal(expected, given)) {
-    bool matched = false;
-    for (auto& headers :
-         reencoded_header_sets(canonical_input.headers, authorization.signed_headers)) {
-      canonical_input.headers = std::move(headers);
-      if (auto candidate = signature_for(canonical_input); signatures_equal(candidate, given)) {
-        expected = std::move(candidate);
-        matched = true;
-        break;
-      }
-    }
-    if (!matched) return std::unexpected(auth_error(Err::signature_does_not_match));
+    return std::unexpected(auth_error(Err::signature_does_not_match));
   }
 
   Authenticated out;

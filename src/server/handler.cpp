@@ -235,73 +235,182 @@ bool valid_bucket_name(std::string_view name) {
   return !(digits_and_dots && dots == 3);
 }
 
+namespace {
+
+void stamp(Response& response, std::string_view request_id) {
+  response.set_header("x-amz-request-id", std::string(request_id));
+  response.set_header("x-amz-id-2", crypto::base64_encode(crypto::random_hex(24)));
+  response.set_header("Server", "tfork");
+}
+
+void log_error(const Request& request, const S3Error& error) {
+  if (error.status() == 500) {
+    spdlog::error("{} {} -> {} {}: {}", request.method, loggable_target(request.target),
+                  error.status(), error.code(), error.text());
+  } else {
+    spdlog::debug("{} {} -> {} {}", request.method, loggable_target(request.target), error.status(),
+                  error.code());
+  }
+}
+
+// Tigris JSON endpoints answer errors in JSON too (tigris-wire §1.5, §2.2, §2.8).
+bool answers_json(const Request& request, const Target& target) {
+  if (request.method == "PATCH" || (!target.has_key && target.has("metadata"))) return true;
+  if (!target.bucket.empty()) return false;
+  const auto* accept = request.header("accept");
+  return accept && accept->find("application/json") != std::string::npos;
+}
+
+// PutObject and UploadPart carry object data; every other body is a small control document.
+bool carries_object_body(const Request& request, const Target& target) {
+  return request.method == "PUT" && target.has_key && !request.header("x-amz-copy-source") &&
+         !target.has("tagging") && !target.has("acl") && !target.has("retention") &&
+         !target.has("legal-hold");
+}
+
+// The length the client declared, or nullopt when the body is chunked (or absent).
+std::optional<std::uint64_t> declared_length(const Request& request) {
+  const auto* value = request.header("content-length");
+  if (!value) return std::nullopt;
+  std::uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), length);
+  if (ec != std::errc{} || end != value->data() + value->size()) return std::nullopt;
+  return length;
+}
+
+}  // namespace
+
 Handler::Handler(store::Store& store, HandlerOptions options)
     : store_(store), options_(std::move(options)) {}
 
-Response Handler::handle(const Request& request) {
-  const auto request_id = new_request_id();
-  const auto now = options_.clock();
-  std::optional<Target> target;
-  bool json = false;
+KeyLookup Handler::key_lookup() {
+  // Keys are looked up on every request, so a deleted key fails at once (§6.9).
+  return [this](std::string_view id) -> std::optional<KeyRecord> {
+    if (!options_.root_access_key.empty() && id == options_.root_access_key) {
+      return KeyRecord{options_.root_secret_key, Principal{std::string(id), true, {}}};
+    }
+    auto key = store_.get_access_key(id);
+    if (!key || !key->active) return std::nullopt;
+    return KeyRecord{key->secret, Principal{key->id, false, key->roles}};
+  };
+}
+
+Response Handler::reject(const Request& head, const Admission* admission, const S3Error& error) {
+  log_error(head, error);
+  const auto request_id = admission ? admission->request_id : new_request_id();
+  auto response = error_response(error, head, admission ? &admission->target : nullptr,
+                                 admission && admission->json, request_id);
+  stamp(response, request_id);
+  return response;
+}
+
+std::expected<Admission, Response> Handler::admit(const Request& head) {
+  Admission admission;
+  admission.request_id = new_request_id();
+  admission.now = options_.clock();
+  auto parsed = parse_target(head.target);
+  if (!parsed)
+    return std::unexpected(reject(head, nullptr, make_error(Err::invalid_uri, parsed.error())));
+  admission.target = std::move(*parsed);
+  const auto& target = admission.target;
+  admission.json = answers_json(head, target);
+  admission.object_body = carries_object_body(head, target);
+  const auto fail_with = [&](S3Error error) {
+    return std::unexpected(reject(head, &admission, error));
+  };
+  if (const auto* type = head.header("content-type");
+      type && type->starts_with("multipart/form-data")) {
+    // Browser POST uploads are not supported; the body is left unread.
+    return fail_with(make_error(Err::not_implemented, "POST object uploads are not supported."));
+  }
+  if (const auto* length = head.header("content-length"); length && !declared_length(head)) {
+    return fail_with(make_error(Err::invalid_argument, "Content-Length must be a number."));
+  }
+  if (const auto length = declared_length(head)) {
+    // The aws-chunked framing adds a little to the object; control documents are small.
+    const auto limit = admission.object_body ? k_max_object_body + (std::uint64_t{64} << 20)
+                                             : k_max_control_body + 64 * 1024;
+    if (*length > limit) {
+      return fail_with(make_error(admission.object_body ? Err::entity_too_large
+                                                        : Err::max_message_length_exceeded));
+    }
+  }
+  // A POST to the service root is an IAM call (tigris-wire §3.2) that may sign its body's
+  // hash rather than send x-amz-content-sha256: it is authenticated with its body.
+  if (head.method == "POST" && target.bucket.empty() && !head.header("x-amz-content-sha256") &&
+      head.header("authorization")) {
+    admission.json = true;
+    return admission;
+  }
+  auto auth = authenticate(head, target, key_lookup(),
+                           AuthOptions{is_iam_request(head, target, {}), admission.now});
+  if (!auth) return fail_with(std::move(auth.error()));
+  admission.auth = std::move(*auth);
+  return admission;
+}
+
+std::unique_ptr<BodyReceiver> Handler::receiver(const Request& head, const Admission& admission) {
+  if (!admission.auth) return std::make_unique<BodyReceiver>(BodyPlan{});
+  return std::make_unique<BodyReceiver>(
+      plan_body(head, *admission.auth, admission.object_body, store_.tmp_dir()));
+}
+
+Response Handler::finish(const Request& head, const Admission& admission, DecodedBody body) {
+  if (admission.auth) return run(head, admission, std::move(body));
+  // The deferred IAM case: the signature covers the body's hash.
+  Request whole = head;
+  whole.body = std::move(body.data);
+  auto auth =
+      authenticate(whole, admission.target, key_lookup(),
+                   AuthOptions{is_iam_request(whole, admission.target, whole.body), admission.now});
+  if (!auth) return reject(head, &admission, auth.error());
+  Admission authenticated = admission;
+  authenticated.auth = std::move(*auth);
+  DecodedBody kept;
+  kept.data = whole.body;
+  return run(whole, authenticated, std::move(kept));
+}
+
+Response Handler::run(const Request& request, const Admission& admission, DecodedBody body) {
+  const auto& target = admission.target;
+  bool json = admission.json;
   Response response;
   try {
-    auto parsed = parse_target(request.target);
-    if (!parsed) fail(Err::invalid_uri, parsed.error());
-    target = std::move(*parsed);
-    const bool iam = is_iam_request(request, *target);
-    json = iam;
-
-    // Keys are looked up on every request, so a deleted key fails at once (§6.9).
-    const KeyLookup lookup = [&](std::string_view id) -> std::optional<KeyRecord> {
-      if (!options_.root_access_key.empty() && id == options_.root_access_key) {
-        return KeyRecord{options_.root_secret_key, Principal{std::string(id), true, {}}};
-      }
-      auto key = store_.get_access_key(id);
-      if (!key || !key->active) return std::nullopt;
-      return KeyRecord{key->secret, Principal{key->id, false, key->roles}};
-    };
-    auto auth = authenticate(request, *target, lookup, AuthOptions{iam, now});
-    if (!auth) fail(std::move(auth.error()));
-    auto body = read_payload(request, *auth);
-    if (!body) fail(std::move(body.error()));
-    auto checksums = verify_integrity(request, *body);
+    auto checksums = verify_integrity(request, body);
     if (!checksums) fail(std::move(checksums.error()));
-
-    Context context{request,
-                    *target,
-                    store_,
-                    std::move(auth->principal),
-                    std::move(*body),
-                    std::move(*checksums),
-                    now};
-    if (iam) {
-      response = iam_dispatch(context);
-    } else {
-      // Tigris JSON endpoints answer errors in JSON too (tigris-wire §1.5, §2.2, §2.8).
-      json = request.method == "PATCH" || (!target->has_key && target->has("metadata")) ||
-             (target->bucket.empty() && context.wants_json());
-      response = dispatch_s3(context);
-    }
+    const bool iam = is_iam_request(request, target, body.data);
+    json = json || iam;
+    Context context{request,         target,
+                    store_,          admission.auth->principal,
+                    std::move(body), std::move(*checksums),
+                    admission.now};
+    response = iam ? iam_dispatch(context) : dispatch_s3(context);
   } catch (const S3Exception& e) {
-    const auto& error = e.error();
-    if (error.status() == 500) {
-      spdlog::error("{} {} -> {} {}: {}", request.method, loggable_target(request.target),
-                    error.status(), error.code(), error.text());
-    } else {
-      spdlog::debug("{} {} -> {} {}", request.method, loggable_target(request.target),
-                    error.status(), error.code());
-    }
-    response = error_response(error, request, target ? &*target : nullptr, json, request_id);
+    log_error(request, e.error());
+    response = error_response(e.error(), request, &target, json, admission.request_id);
   } catch (const std::exception& e) {
     spdlog::error("{} {}: unexpected failure: {}", request.method, loggable_target(request.target),
                   e.what());
-    response = error_response(make_error(Err::internal_error), request, target ? &*target : nullptr,
-                              json, request_id);
+    response = error_response(make_error(Err::internal_error), request, &target, json,
+                              admission.request_id);
   }
-  response.set_header("x-amz-request-id", request_id);
-  response.set_header("x-amz-id-2", crypto::base64_encode(crypto::random_hex(24)));
-  response.set_header("Server", "tfork");
+  stamp(response, admission.request_id);
   return response;
+}
+
+Response Handler::handle(const Request& request) {
+  auto admission = admit(request);
+  if (!admission) return std::move(admission.error());
+  std::optional<DecodedBody> body;
+  if (admission->auth) {
+    auto read = read_payload(request, *admission->auth);
+    if (!read) return reject(request, &*admission, read.error());
+    body = std::move(*read);
+  } else {
+    body.emplace();
+    body->data = request.body;
+  }
+  return finish(request, *admission, std::move(*body));
 }
 
 }  // namespace tfork::server

@@ -1,8 +1,13 @@
 #include "tfork/server/http_types.hpp"
 
 #include <algorithm>
+#include <unistd.h>
 
 namespace tfork::server {
+
+OpenFile::~OpenFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };

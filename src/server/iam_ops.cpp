@@ -201,11 +201,11 @@ Response list_keys(Context& context, const Params& params) {
 
 }  // namespace
 
-bool is_iam_request(const Request& request, const Target& target) {
+bool is_iam_request(const Request& request, const Target& target, std::string_view body) {
   if (request.method != "POST" || !target.bucket.empty()) return false;
   if (target.has("Action") || target.has("Detailed")) return true;
   if (!is_form(request)) return false;
-  const auto form = parse_query(request.body);
+  const auto form = parse_query(body);
   return form && std::ranges::any_of(*form, [](const auto& p) { return p.first == "Action"; });
 }
 

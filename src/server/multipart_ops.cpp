@@ -89,19 +89,31 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
     start = first;
     length = last - first + 1;
   }
-  std::string data;
-  data.reserve(static_cast<std::size_t>(length));
+  // Streamed through a fixed buffer into a new blob: a part copy never holds its range in
+  // memory (up to 5 GiB, S3's part limit).
+  if (length > static_cast<std::int64_t>(k_max_object_body)) fail(Err::entity_too_large);
+  SpoolFile spool(context.store.tmp_dir(), {});
+  std::string buffer(std::size_t{256} << 10, '\0');
   for (const auto& segment : segments_for(context.store, info, start, length)) {
     std::ifstream in(segment.path, std::ios::binary);
     in.seekg(segment.offset);
-    const auto before = data.size();
-    data.resize(before + static_cast<std::size_t>(segment.length));
-    if (!in.read(data.data() + before, segment.length)) {
-      fail(Err::internal_error, "Could not read the copy source.");
+    for (std::int64_t left = segment.length; left > 0;) {
+      const auto want = static_cast<std::streamsize>(
+          std::min<std::int64_t>(left, static_cast<std::int64_t>(buffer.size())));
+      if (!in.read(buffer.data(), want))
+        fail(Err::internal_error, "Could not read the copy source.");
+      if (auto written =
+              spool.write(std::string_view(buffer.data(), static_cast<std::size_t>(want)));
+          !written) {
+        fail(std::move(written.error()));
+      }
+      left -= want;
     }
   }
-  const auto blob = check(context.store.write_blob(data));
-  const auto etag = crypto::to_hex(crypto::md5(data));
+  auto spooled = spool.finish();
+  if (!spooled) fail(std::move(spooled.error()));
+  const auto blob = check(context.store.adopt_blob(spooled->path, spooled->sha256_hex));
+  const auto etag = crypto::to_hex(spooled->md5);
   check(context.store.put_part(upload.upload_id, part_number, blob, etag));
   pugi::xml_document document;
   auto root = s3_root(document, "CopyPartResult");
@@ -116,8 +128,7 @@ Response upload_part(Context& context) {
   if (part_number == 0) fail(Err::invalid_argument, "partNumber is required.");
   const auto upload = upload_of(context);
   if (context.header("x-amz-copy-source")) return upload_part_copy(context, upload, part_number);
-  const auto blob = check(context.store.write_blob(context.body.data));
-  const auto etag = crypto::to_hex(crypto::md5(context.body.data));
+  const auto [blob, etag] = store_body(context);
   check(context.store.put_part(upload.upload_id, part_number, blob, etag));
   Response response;
   response.set_header("ETag", quote_etag(etag));

@@ -8,6 +8,8 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <memory>
 
 namespace tfork::server {
 namespace {
@@ -79,8 +81,13 @@ void object_headers(Response& response, const Context& context, const store::Obj
   response.set_header("Content-Type",
                       info.content_type.empty() ? "binary/octet-stream" : info.content_type);
   response.set_header("Accept-Ranges", "bytes");
-  for (const auto& [name, value] : info.user_meta)
-    response.set_header("x-amz-meta-" + name, value);
+  for (const auto& [name, value] : info.user_meta) {
+    if (name.starts_with(k_stored_header_mark)) {
+      response.set_header(name.substr(k_stored_header_mark.size()), value);
+    } else {
+      response.set_header("x-amz-meta-" + name, value);
+    }
+  }
   // Stored checksums are echoed when the client asks (x-amz-checksum-mode: ENABLED), as S3.
   if (const auto* mode = context.header("x-amz-checksum-mode"); mode && iequals(*mode, "ENABLED")) {
     for (const auto& [algorithm, value] : info.checksums) {
@@ -103,8 +110,77 @@ void object_headers(Response& response, const Context& context, const store::Obj
 
 }  // namespace
 
+namespace {
+
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    std::uint32_t code = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) {
+      extra = 1;
+      code = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      extra = 2;
+      code = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      extra = 3;
+      code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    constexpr std::uint32_t k_min[] = {0, 0x80, 0x800, 0x10000};
+    if (code < k_min[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Content-Encoding without the aws-chunked coding, which only framed the upload (S3 strips
+// it and keeps the others).
+std::string stored_content_encoding(std::string_view value) {
+  std::string out;
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    auto item = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (item.empty() || iequals(item, "aws-chunked")) continue;
+    if (!out.empty()) out += ",";
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace
+
 store::Metadata user_metadata(const Request& request) {
   store::Metadata out;
+  // Standard headers S3 stores with an object and returns on GET and HEAD.
+  static constexpr std::string_view k_stored[] = {
+      "Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires"};
+  for (const auto name : k_stored) {
+    const auto* value = request.header(name);
+    if (!value) continue;
+    auto kept = name == "Content-Encoding" ? stored_content_encoding(*value) : *value;
+    if (!kept.empty())
+      out.emplace_back(std::string(k_stored_header_mark) + std::string(name), kept);
+  }
   constexpr std::string_view k_prefix = "x-amz-meta-";
   for (const auto& [name, value] : request.headers) {
     if (name.size() > k_prefix.size() &&
@@ -113,6 +189,7 @@ store::Metadata user_metadata(const Request& request) {
       for (auto& c : key) {
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
       }
+      if (!valid_utf8(value)) fail(Err::invalid_argument, "Metadata values must be valid UTF-8.");
       out.emplace_back(std::move(key), value);
     }
   }
@@ -174,6 +251,15 @@ std::vector<FileSegment> segments_for(const store::Store& store, const store::Ob
   return out;
 }
 
+StoredBody store_body(Context& context) {
+  if (const auto& file = context.body.file) {
+    return {check(context.store.adopt_blob(file->path, file->sha256_hex)),
+            crypto::to_hex(file->md5)};
+  }
+  return {check(context.store.write_blob(context.body.data)),
+          crypto::to_hex(crypto::md5(context.body.data))};
+}
+
 Response put_object(Context& context) {
   const auto& bucket = context.target.bucket;
   const auto& key = context.target.key;
@@ -184,13 +270,13 @@ Response put_object(Context& context) {
       if_none_match && *if_none_match == "*") {
     if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
   }
-  const auto blob = check(context.store.write_blob(context.body.data));
   store::NewObject object;
-  object.etag = crypto::to_hex(crypto::md5(context.body.data));
   object.content_type = content_type_of(context.request);
   object.user_meta = user_metadata(context.request);
   object.checksums = context.checksums;
-  object.parts.push_back(blob);
+  auto stored = store_body(context);
+  object.etag = std::move(stored.etag);
+  object.parts.push_back(stored.blob);
   const auto info = check(context.store.put_object(bucket, key, std::move(object)), bucket, key);
   Response response;
   response.set_header("ETag", quote_etag(info.etag));
@@ -207,7 +293,25 @@ Response get_object(Context& context) {
   auto at = snapshot_version(context);
   const auto version = version_id(context);
   if (version) at = version;
-  const auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  // The blobs are opened now and held until the body is sent (store.hpp: an overwrite may
+  // unlink them); one already gone means a newer state, which is resolved again.
+  std::vector<std::shared_ptr<const OpenFile>> files;
+  for (int attempt = 0; !context.is_head(); ++attempt) {
+    files.clear();
+    bool all_open = true;
+    for (const auto& part : info.parts) {
+      const int fd = ::open(context.store.blob_path(part).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        all_open = false;
+        break;
+      }
+      files.push_back(std::make_shared<const OpenFile>(fd));
+    }
+    if (all_open) break;
+    if (attempt == 8) fail(Err::internal_error, "An object's data file is missing.");
+    info = check(context.store.get_object(bucket, key, at), bucket, key);
+  }
   if (version && info.seq != *version) {
     S3Error error = make_error(Err::no_such_version);
     error.key = key;
@@ -235,7 +339,16 @@ Response get_object(Context& context) {
     }
   }
   response.content_length = length;
-  if (!context.is_head()) response.file_body = segments_for(context.store, info, start, length);
+  if (!context.is_head()) {
+    response.file_body = segments_for(context.store, info, start, length);
+    // Attach each segment's open file (segments follow the parts in order).
+    std::size_t part = 0;
+    for (auto& segment : response.file_body) {
+      while (part < info.parts.size() && segment.path != context.store.blob_path(info.parts[part]))
+        ++part;
+      if (part < files.size()) segment.file = files[part];
+    }
+  }
   return response;
 }
 
@@ -317,10 +430,9 @@ Response delete_objects(Context& context) {
 }
 
 CopySource parse_copy_source(const Context& context) {
-  // x-amz-copy-source: "[/]bucket/key[?versionId=v]", URL-encoded by the client. cpp-httplib
-  // has already percent-decoded the header value (see auth.cpp), so it is not decoded again:
-  // doing so would corrupt keys with a literal '%'. For the same reason a '?' may belong to
-  // the key, so only a trailing "?versionId=" is taken as the query.
+  // x-amz-copy-source: "[/]bucket/key[?versionId=v]", URL-encoded by the client (header
+  // values reach the handler exactly as sent). A '?' inside an encoded key is "%3F", so the
+  // first raw '?' starts the query; '+' is a literal plus here, not a space.
   std::string_view path = *context.header("x-amz-copy-source");
   CopySource source;
   if (const auto question = path.rfind("?versionId="); question != std::string_view::npos) {
@@ -338,7 +450,9 @@ CopySource parse_copy_source(const Context& context) {
          "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
   }
   source.bucket = std::string(path.substr(0, slash));
-  source.key = std::string(path.substr(slash + 1));
+  auto key = percent_decode(path.substr(slash + 1), false);
+  if (!key) fail(Err::invalid_argument, "Copy Source is not URL-encoded correctly.");
+  source.key = std::move(*key);
   if (source.key.size() > k_max_key_bytes) fail(Err::key_too_long);
   return source;
 }

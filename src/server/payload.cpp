@@ -26,10 +26,6 @@ std::string to_lower(std::string_view text) {
   return out;
 }
 
-std::unexpected<S3Error> chunk_error(Err id, std::string message) {
-  return std::unexpected(make_error(id, std::move(message)));
-}
-
 template <class T>
 std::string big_endian(T value) {
   std::string out(sizeof(T), '\0');
@@ -81,135 +77,52 @@ std::string checksum_of(std::string_view algorithm, std::string_view data) {
 
 std::expected<DecodedBody, S3Error> decode_aws_chunked(std::string_view body,
                                                        const ChunkSigning* signing) {
-  DecodedBody out;
-  std::string previous = signing ? signing->seed_signature : std::string{};
-  std::size_t pos = 0;
-  for (;;) {
-    const auto line_end = body.find("\r\n", pos);
-    if (line_end == std::string_view::npos) {
-      return chunk_error(Err::incomplete_body, "The aws-chunked body ends inside a chunk header.");
-    }
-    const auto header = body.substr(pos, line_end - pos);
-    const auto semi = header.find(';');
-    const auto size_text = trim(header.substr(0, semi));
-    std::uint64_t size = 0;
-    const auto [end, ec] =
-        std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
-    if (size_text.empty() || size_text.size() > 15 || ec != std::errc{} ||
-        end != size_text.data() + size_text.size()) {
-      return chunk_error(Err::invalid_chunk, "Invalid aws-chunked chunk size.");
-    }
-    std::string_view chunk_signature;
-    if (semi != std::string_view::npos) {
-      const auto extension = trim(header.substr(semi + 1));
-      constexpr std::string_view k_prefix = "chunk-signature=";
-      if (extension.starts_with(k_prefix)) chunk_signature = extension.substr(k_prefix.size());
-    }
-    pos = line_end + 2;
-    if (size > body.size() - pos) {
-      return chunk_error(Err::incomplete_body, "The aws-chunked body ends inside a chunk.");
-    }
-    const auto chunk = body.substr(pos, size);
-    if (signing) {
-      // AWS sigv4-streaming: each chunk signs its hash and the previous signature.
-      if (chunk_signature.empty()) {
-        return chunk_error(Err::signature_does_not_match, "A chunk signature is missing.");
-      }
-      const auto to_sign = sigv4::chunk_string_to_sign(signing->amz_date, signing->scope, previous,
-                                                       crypto::sha256_hex(chunk));
-      auto expected = sigv4::signature(signing->signing_key, to_sign);
-      if (!signatures_equal(expected, to_lower(chunk_signature))) {
-        return chunk_error(Err::signature_does_not_match,
-                           "The chunk signature does not match the chunk.");
-      }
-      previous = std::move(expected);
-    }
-    out.data.append(chunk);
-    pos += size;
-    if (size == 0) break;
-    if (body.substr(pos, 2) != "\r\n") {
-      return chunk_error(Err::invalid_chunk, "A chunk is not followed by CRLF.");
-    }
-    pos += 2;
-  }
-
-  // Trailer lines "name:value", ended by an empty line (or by the end of the body: some
-  // clients omit the final CRLF).
-  std::string trailer_signature;
-  std::string canonical_trailers;
-  while (pos < body.size()) {
-    auto line_end = body.find('\n', pos);
-    if (line_end == std::string_view::npos) line_end = body.size();
-    const auto line = trim(body.substr(pos, line_end - pos));
-    pos = line_end + 1;
-    if (line.empty()) break;
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      return chunk_error(Err::invalid_chunk, "A trailer line has no ':'.");
-    }
-    auto name = to_lower(trim(line.substr(0, colon)));
-    const auto value = trim(line.substr(colon + 1));
-    if (name == "x-amz-trailer-signature") {
-      trailer_signature = to_lower(value);
-      continue;
-    }
-    canonical_trailers.append(name).append(":").append(value).append("\n");
-    out.trailers.emplace_back(std::move(name), std::string(value));
-  }
-  if (signing && !out.trailers.empty()) {
-    if (trailer_signature.empty()) {
-      return chunk_error(Err::signature_does_not_match, "The trailer signature is missing.");
-    }
-    const auto to_sign = sigv4::trailer_string_to_sign(signing->amz_date, signing->scope, previous,
-                                                       crypto::sha256_hex(canonical_trailers));
-    if (!signatures_equal(sigv4::signature(signing->signing_key, to_sign), trailer_signature)) {
-      return chunk_error(Err::signature_does_not_match,
-                         "The trailer signature does not match the trailers.");
-    }
-  }
-  return out;
+  BodyPlan plan;
+  plan.aws_chunked = true;
+  plan.max_size = k_max_object_body;
+  if (signing) plan.signing = *signing;
+  BodyReceiver receiver(std::move(plan));
+  if (auto fed = receiver.feed(body); !fed) return std::unexpected(std::move(fed.error()));
+  return receiver.finish();
 }
 
-std::expected<DecodedBody, S3Error> read_payload(const Request& request,
-                                                 const Authenticated& auth) {
+BodyPlan plan_body(const Request& request, const Authenticated& auth, bool to_file,
+                   const std::filesystem::path& tmp_dir) {
+  BodyPlan plan;
+  plan.to_file = to_file;
+  plan.max_size = to_file ? k_max_object_body : k_max_control_body;
+  plan.tmp_dir = tmp_dir;
+  plan.checksums = requested_checksums(request);
   switch (auth.payload_mode) {
     case PayloadMode::sha256:
-      if (crypto::sha256_hex(request.body) != auth.payload_sha256) {
-        return std::unexpected(make_error(Err::content_sha256_mismatch));
-      }
-      return DecodedBody{request.body, {}};
+      plan.sha256_hex = auth.payload_sha256;
+      return plan;
     case PayloadMode::unsigned_payload:
-      return DecodedBody{request.body, {}};
+      return plan;
     case PayloadMode::streaming_signed:
     case PayloadMode::streaming_signed_trailer:
     case PayloadMode::streaming_unsigned_trailer:
       break;
   }
-  std::optional<ChunkSigning> signing;
+  plan.aws_chunked = true;
   if (auth.payload_mode != PayloadMode::streaming_unsigned_trailer) {
-    signing = ChunkSigning{auth.signing_key, auth.amz_date, auth.scope, auth.seed_signature};
+    plan.signing = ChunkSigning{auth.signing_key, auth.amz_date, auth.scope, auth.seed_signature};
   }
-  auto decoded = decode_aws_chunked(request.body, signing ? &*signing : nullptr);
-  if (!decoded) return decoded;
-  if (const auto* declared = request.header("x-amz-decoded-content-length")) {
-    if (*declared != std::to_string(decoded->data.size())) {
-      return std::unexpected(
-          make_error(Err::incomplete_body,
-                     "The decoded body length does not match x-amz-decoded-content-length."));
-    }
-  }
-  // x-amz-trailer announces the trailer; it must arrive (sigv4-streaming trailers).
-  if (const auto* announced = request.header("x-amz-trailer")) {
-    const auto wanted = to_lower(trim(*announced));
-    bool found = false;
-    for (const auto& trailer : decoded->trailers)
-      found = found || trailer.first == wanted;
-    if (!wanted.empty() && !found) {
-      return std::unexpected(make_error(Err::incomplete_body,
-                                        "The trailer " + wanted + " was announced but not sent."));
-    }
-  }
-  return decoded;
+  if (const auto* declared = request.header("x-amz-decoded-content-length"))
+    plan.decoded_length = *declared;
+  if (const auto* announced = request.header("x-amz-trailer"))
+    plan.announced_trailer = to_lower(trim(*announced));
+  return plan;
+}
+
+std::expected<DecodedBody, S3Error> read_payload(const Request& request,
+                                                 const Authenticated& auth) {
+  // A whole body handed to the pure handler (tests) is already in memory: no 1 MiB bound.
+  auto plan = plan_body(request, auth, false, {});
+  plan.max_size = k_max_object_body;
+  BodyReceiver receiver(std::move(plan));
+  if (auto fed = receiver.feed(request.body); !fed) return std::unexpected(fed.error());
+  return receiver.finish();
 }
 
 std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
@@ -217,7 +130,8 @@ std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
   if (const auto* content_md5 = request.header("content-md5")) {
     const auto digest = crypto::base64_decode(trim(*content_md5));
     if (!digest || digest->size() != 16) return std::unexpected(make_error(Err::invalid_digest));
-    if (*digest != crypto::md5(body.data)) return std::unexpected(make_error(Err::bad_digest));
+    const auto md5 = body.file ? body.file->md5 : crypto::md5(body.data);
+    if (*digest != md5) return std::unexpected(make_error(Err::bad_digest));
   }
   store::Metadata verified;
   for (const auto& algorithm : k_checksums) {
@@ -233,7 +147,14 @@ std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
       return std::unexpected(
           make_error(Err::invalid_checksum, "Value for " + name + " header is invalid."));
     }
-    const auto actual = checksum_of(algorithm.name, body.data);
+    std::string actual;
+    if (body.file) {
+      for (const auto& [name_of, value_of] : body.file->checksums) {
+        if (name_of == algorithm.name) actual = value_of;
+      }
+    } else {
+      actual = checksum_of(algorithm.name, body.data);
+    }
     if (crypto::base64_decode(actual) != raw) {
       return std::unexpected(
           make_error(Err::bad_digest, "The " + upper(algorithm.name) +

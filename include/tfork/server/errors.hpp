@@ -46,6 +46,7 @@ enum class Err {
   precondition_failed,
   not_modified,
   entity_too_large,
+  max_message_length_exceeded,
   // resources
   no_such_bucket,
   no_such_key,
@@ -64,6 +65,7 @@ enum class Err {
   no_such_entity,
   invalid_action,
   // server
+  insufficient_storage,
   slow_down,
   internal_error,
 };
@@ -130,6 +132,8 @@ inline constexpr std::array k_error_table = {
     ErrorSpec{Err::not_modified, 304, "NotModified", "Not Modified"},
     ErrorSpec{Err::entity_too_large, 400, "EntityTooLarge",
               "Your proposed upload exceeds the maximum allowed size"},
+    ErrorSpec{Err::max_message_length_exceeded, 400, "MaxMessageLengthExceeded",
+              "Your request was too big."},
     ErrorSpec{Err::no_such_bucket, 404, "NoSuchBucket", "The specified bucket does not exist"},
     ErrorSpec{Err::no_such_key, 404, "NoSuchKey", "The specified key does not exist."},
     ErrorSpec{Err::no_such_version, 404, "NoSuchVersion", "The specified version does not exist."},
@@ -169,6 +173,9 @@ inline constexpr std::array k_error_table = {
     ErrorSpec{Err::no_such_entity, 404, "NoSuchEntity", "The access key does not exist."},
     ErrorSpec{Err::invalid_action, 400, "InvalidAction",
               "The action or operation requested is not valid."},
+    // No S3 code exists for a full disk; MinIO answers 507 (WebDAV's Insufficient Storage).
+    ErrorSpec{Err::insufficient_storage, 507, "InsufficientStorage",
+              "The server has no space left to store this request; try again later."},
     ErrorSpec{Err::slow_down, 503, "SlowDown", "Please reduce your request rate."},
     ErrorSpec{Err::internal_error, 500, "InternalError",
               "We encountered an internal error. Please try again."},

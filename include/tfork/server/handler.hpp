@@ -3,11 +3,17 @@
 // over a Store. No sockets, no global state; tests and the fault injection of the socket
 // layer wrap it.
 
+#include "tfork/server/auth.hpp"
+#include "tfork/server/body.hpp"
 #include "tfork/server/http_types.hpp"
+#include "tfork/server/target.hpp"
 #include "tfork/store/store.hpp"
 
 #include <chrono>
+#include <expected>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace tfork::server {
@@ -21,12 +27,43 @@ struct HandlerOptions {
   };
 };
 
+// What the head of a request decided (Handler::admit): who sent it and where its body goes.
+struct Admission {
+  std::string request_id;
+  std::chrono::system_clock::time_point now;
+  Target target;
+  bool json = false;  // errors are answered in JSON (Tigris endpoints)
+  // nullopt: a POST to the service root (IAM) that signs its body's hash instead of sending
+  // x-amz-content-sha256; it is authenticated once its (small) body has arrived.
+  std::optional<Authenticated> auth;
+  bool object_body = false;  // PutObject / UploadPart: the body streams to a file
+};
+
+// A request is handled in two steps so that the socket layer can authenticate from the head
+// before it reads (or asks with 100-continue for) any body, and stream the body in bounded
+// memory: admit(head) -> receiver(head, admission) fed with the body -> finish(...).
+// handle() does all three with a body already in memory.
 class Handler {
  public:
   Handler(store::Store& store, HandlerOptions options);
   Response handle(const Request& request);
 
+  // From the head alone (its body is not looked at): the target is parsed, the signature
+  // verified (O(1) work whatever the body) and the declared length checked. An error comes
+  // back as the response to send.
+  std::expected<Admission, Response> admit(const Request& head);
+  // Where the body goes: a file in the store's tmp_dir() for object bodies, else memory
+  // (1 MiB at most).
+  std::unique_ptr<BodyReceiver> receiver(const Request& head, const Admission& admission);
+  // Runs the operation with the received body.
+  Response finish(const Request& head, const Admission& admission, DecodedBody body);
+  // The response for an error found while the body was received (or before admission).
+  Response reject(const Request& head, const Admission* admission, const S3Error& error);
+
  private:
+  Response run(const Request& request, const Admission& admission, DecodedBody body);
+  KeyLookup key_lookup();
+
   store::Store& store_;
   HandlerOptions options_;
 };

@@ -1,10 +1,11 @@
 #pragma once
 // The pure handler's view of HTTP (style.md #8): a request as received and a response to
-// send. The socket layer (http_server.cpp) converts cpp-httplib's types to and from these,
+// send. The socket layer (http_server.cpp) converts libmicrohttpd's requests to and from these,
 // so tests drive the handler without a socket.
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,11 +32,26 @@ struct Request {
   std::string header_or(std::string_view name, std::string_view fallback = {}) const;
 };
 
+// An open blob file: a reader keeps it open from the moment it resolved the object until the
+// response is sent, so an overwrite that unlinks the blob cannot cut the body short.
+class OpenFile {
+ public:
+  explicit OpenFile(int fd) : fd_(fd) {}
+  ~OpenFile();
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
 // A byte range of an immutable blob file, streamed as (part of) a response body.
 struct FileSegment {
   std::filesystem::path path;
   std::int64_t offset = 0;
   std::int64_t length = 0;
+  std::shared_ptr<const OpenFile> file;  // opened by the handler; else opened when sent
 };
 
 struct Response {

@@ -22,6 +22,11 @@ struct ByteRange {
 // nullopt: no usable single range (several ranges or bad syntax): send the whole object.
 std::optional<ByteRange> parse_range(std::string_view header, std::int64_t size);
 
+// Stored standard headers (Cache-Control, Content-Disposition, Content-Encoding without
+// aws-chunked, Content-Language, Expires) travel in the user metadata under this mark, which
+// no x-amz-meta-* name can start with (':' is not a header-name character).
+inline constexpr std::string_view k_stored_header_mark = ":";
+// Throws 400 InvalidArgument for a header value that is not UTF-8.
 store::Metadata user_metadata(const Request& request);  // x-amz-meta-* (names lowercased)
 std::string content_type_of(const Request& request);    // default binary/octet-stream
 

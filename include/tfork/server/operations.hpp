@@ -3,6 +3,7 @@
 // into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).
 // Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
 
+#include "tfork/server/body.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/payload.hpp"
@@ -64,6 +65,15 @@ Response bucket_versioning(Context& context);
 // ---- listing (listing_ops.cpp)
 Response list_objects(Context& context, int version);
 
+// The request body moved (a streamed file) or written (in memory) into the blob store, with
+// its ETag (md5 hex). Call only once the operation cannot fail for other reasons, so that a
+// refused request leaves no blob behind.
+struct StoredBody {
+  store::BlobRef blob;
+  std::string etag;
+};
+StoredBody store_body(Context& context);
+
 // ---- objects (object_ops.cpp)
 Response put_object(Context& context);
 Response get_object(Context& context);  // GET and HEAD
@@ -90,7 +100,7 @@ Response list_parts(Context& context);
 // ---- IAM (iam_ops.cpp)
 // Whether the request is an IAM call (POST / with Action in the query or form body, or
 // ?Detailed), tigris-wire §3.2.
-bool is_iam_request(const Request& request, const Target& target);
+bool is_iam_request(const Request& request, const Target& target, std::string_view body);
 Response iam_dispatch(Context& context);
 
 // Validation shared by the operations.

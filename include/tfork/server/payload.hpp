@@ -4,6 +4,7 @@
 // headers and trailers (Content-MD5, x-amz-checksum-*) of server-design.md §5.1, §5.4, §6.6.
 
 #include "tfork/server/auth.hpp"
+#include "tfork/server/body.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/store/store.hpp"
@@ -15,29 +16,23 @@
 
 namespace tfork::server {
 
-struct ChunkSigning {
-  std::string signing_key;  // raw bytes
-  std::string amz_date;
-  std::string scope;
-  std::string seed_signature;  // hex; each chunk's signature chains from the previous one
-};
-
-struct DecodedBody {
-  std::string data;
-  std::vector<Header> trailers;  // names lowercased, values trimmed
-};
-
 // Removes aws-chunked framing: "<hex size>[;chunk-signature=<sig>]\r\n<data>\r\n" ... a
 // zero-size chunk, then optional trailer lines and a blank line. With `signing`, every chunk
 // signature (and x-amz-trailer-signature, if present) must verify.
 std::expected<DecodedBody, S3Error> decode_aws_chunked(std::string_view body,
                                                        const ChunkSigning* signing);
 
-// The decoded body of an authenticated request: de-framed and hash-checked per the payload
-// mode; x-amz-decoded-content-length is enforced for aws-chunked bodies.
+// How to receive the body of an authenticated request: de-framed and hash-checked per the
+// payload mode; x-amz-decoded-content-length is enforced for aws-chunked bodies. `to_file`
+// streams it into `tmp_dir` (object bodies), else it is kept in memory up to 1 MiB.
+BodyPlan plan_body(const Request& request, const Authenticated& auth, bool to_file,
+                   const std::filesystem::path& tmp_dir);
+
+// The decoded body of a request whose whole body is in request.body (kept in memory).
 std::expected<DecodedBody, S3Error> read_payload(const Request& request, const Authenticated& auth);
 
-// Checks Content-MD5 and every x-amz-checksum-<algorithm> header or trailer against `data`.
+// Checks Content-MD5 and every x-amz-checksum-<algorithm> header or trailer against the body
+// (its data, or the digests computed while it streamed to a file).
 // Returns the verified checksums as (algorithm, base64) pairs, e.g. {"crc32","gtnkmQ=="}, to
 // store with the object and echo back.
 std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,

@@ -17,7 +17,7 @@ struct ServeOptions {
   std::string root_secret_key;
   int latency_ms = 0;      // delay every response, each request on its own
   double fail_rate = 0.0;  // answer this share of requests with 503 SlowDown
-  int threads = 128;       // >= 2 x 64 concurrent delayed requests (cli.md §8)
+  int threads = 8;         // event threads of the HTTP server (delays do not hold one)
   store::Durability durability = store::Durability::normal;
 };
 

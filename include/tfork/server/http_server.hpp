@@ -1,0 +1,44 @@
+#pragma once
+// The socket layer of `tfork serve` (style.md #8) over GNU libmicrohttpd: event-driven
+// (epoll, a small pool of event threads), so an idle or slow connection costs memory and
+// never a thread. Each request is admitted from its head (authenticated before any body is
+// read, and before 100-continue), its body streamed in bounded memory into the Handler's
+// receiver, and object bodies sent from open blob files without copying them into memory.
+
+#include "tfork/server/fault_injection.hpp"
+#include "tfork/server/handler.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tfork::server {
+
+struct HttpLimits {
+  std::size_t max_head = 64 * 1024;    // request line + headers (431 beyond)
+  unsigned connection_limit = 4096;    // more are refused at accept
+  unsigned idle_timeout_seconds = 30;  // a connection silent this long is closed
+  unsigned event_threads = 4;          // epoll loops; requests run inline on them
+};
+
+class HttpServer {
+ public:
+  HttpServer(Handler& handler, FaultInjector& faults, HttpLimits limits = {});
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port (0: any free port) with the system's largest listen backlog and starts
+  // serving; returns the port, or an error message.
+  std::expected<int, std::string> start(const std::string& host, int port);
+  // Stops accepting, lets requests in flight finish for up to `grace`, then closes the rest.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfork::server

@@ -1,0 +1,187 @@
+// Bodies received piece by piece (body.hpp) and the fault injection decorator, without sockets.
+#include "tfork/server/body.hpp"
+#include "tfork/server/fault_injection.hpp"
+#include "tfork/server/payload.hpp"
+
+#include "support.hpp"
+#include <fstream>
+#include <iterator>
+
+using namespace tfork;
+using namespace tfork::server;
+using namespace tfork::server::test;
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::filesystem::path fresh_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("tfork-body-test-" + crypto::random_hex(6));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("aws-chunked bodies decode the same whatever the read sizes", "[server][body]") {
+  std::string content;
+  for (int i = 0; i < 5000; ++i)
+    content += static_cast<char>('a' + i % 26);
+  const std::string wire = "1000\r\n" + content.substr(0, 4096) + "\r\n" + "388\r\n" +
+                           content.substr(4096) + "\r\n0\r\n" +
+                           "x-amz-checksum-crc32:" + checksum_of("crc32", content) + "\r\n\r\n";
+  for (const std::size_t step : {std::size_t{1}, std::size_t{2}, std::size_t{7}, wire.size()}) {
+    BodyPlan plan;
+    plan.aws_chunked = true;
+    plan.max_size = k_max_object_body;
+    BodyReceiver receiver(plan);
+    for (std::size_t at = 0; at < wire.size(); at += step) {
+      REQUIRE(receiver.feed(std::string_view(wire).substr(at, step)).has_value());
+    }
+    const auto body = receiver.finish();
+    REQUIRE(body.has_value());
+    CHECK(body->data == content);
+    REQUIRE(body->trailers.size() == 1);
+    CHECK(body->trailers[0].first == "x-amz-checksum-crc32");
+  }
+  // Cut short: the body ends inside a chunk.
+  BodyPlan plan;
+  plan.aws_chunked = true;
+  BodyReceiver cut(plan);
+  REQUIRE(cut.feed(wire.substr(0, 100)).has_value());
+  const auto incomplete = cut.finish();
+  REQUIRE_FALSE(incomplete.has_value());
+  CHECK(incomplete.error().code() == "IncompleteBody");
+}
+
+TEST_CASE("object bodies stream to a file with running digests", "[server][body]") {
+  const auto dir = fresh_dir();
+  std::string content(300000, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i)
+    content[i] = static_cast<char>(i * 7919 % 251);
+  std::filesystem::path spooled_path;
+  {
+    BodyPlan plan;
+    plan.to_file = true;
+    plan.max_size = k_max_object_body;
+    plan.tmp_dir = dir;
+    plan.sha256_hex = crypto::sha256_hex(content);
+    plan.checksums = {"crc32", "crc32c", "crc64nvme", "sha1", "sha256"};
+    BodyReceiver receiver(plan);
+    for (std::size_t at = 0; at < content.size(); at += 65536) {
+      REQUIRE(receiver.feed(std::string_view(content).substr(at, 65536)).has_value());
+    }
+    const auto body = receiver.finish();
+    REQUIRE(body.has_value());
+    REQUIRE(body->file.has_value());
+    CHECK(body->data.empty());
+    CHECK(body->size() == static_cast<std::int64_t>(content.size()));
+    CHECK(read_file(body->file->path) == content);
+    CHECK(body->file->sha256_hex == crypto::sha256_hex(content));
+    CHECK(body->file->md5 == crypto::md5(content));
+    for (const auto& [algorithm, value] : body->file->checksums) {
+      INFO(algorithm);
+      CHECK(value == checksum_of(algorithm, content));
+    }
+    spooled_path = body->file->path;
+  }
+  // Not adopted by the store: the receiver removed its file.
+  CHECK_FALSE(std::filesystem::exists(spooled_path));
+
+  // A claimed x-amz-content-sha256 that does not match fails, and leaves no file.
+  {
+    BodyPlan plan;
+    plan.to_file = true;
+    plan.tmp_dir = dir;
+    plan.max_size = k_max_object_body;
+    plan.sha256_hex = crypto::sha256_hex("something else");
+    BodyReceiver receiver(plan);
+    REQUIRE(receiver.feed(content).has_value());
+    const auto body = receiver.finish();
+    REQUIRE_FALSE(body.has_value());
+    CHECK(body.error().code() == "XAmzContentSHA256Mismatch");
+  }
+  CHECK(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bodies over their limit are refused while they stream", "[server][body]") {
+  BodyPlan control;
+  control.max_size = 1000;
+  BodyReceiver small(control);
+  REQUIRE(small.feed(std::string(600, 'x')).has_value());
+  const auto over = small.feed(std::string(600, 'x'));
+  REQUIRE_FALSE(over.has_value());
+  CHECK(over.error().code() == "MaxMessageLengthExceeded");
+
+  const auto dir = fresh_dir();
+  BodyPlan object;
+  object.to_file = true;
+  object.tmp_dir = dir;
+  object.max_size = 1000;
+  BodyReceiver large(object);
+  const auto too_large = large.feed(std::string(1001, 'x'));
+  REQUIRE_FALSE(too_large.has_value());
+  CHECK(too_large.error().code() == "EntityTooLarge");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a PutObject body streamed to a file is adopted as the object's blob", "[server][body]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  auto head = server.sign({.method = "PUT", .target = "/bucket-a/streamed", .body = "streamed!"});
+  const auto body_text = head.body;
+  head.body.clear();
+  auto admission = server.handler().admit(head);
+  REQUIRE(admission.has_value());
+  CHECK(admission->object_body);
+  auto receiver = server.handler().receiver(head, *admission);
+  REQUIRE(receiver->feed(body_text).has_value());
+  auto body = receiver->finish();
+  REQUIRE(body.has_value());
+  REQUIRE(body->file.has_value());
+  const auto response = server.handler().finish(head, *admission, std::move(*body));
+  INFO(response.body);
+  CHECK(response.status == 200);
+  CHECK(Server::body_of(server.get("/bucket-a/streamed")) == "streamed!");
+  receiver.reset();
+  CHECK(std::filesystem::is_empty(server.store().tmp_dir()));
+}
+
+TEST_CASE("a wrong signature is refused from the head, before any body", "[server][body]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  auto head = server.sign({.method = "PUT",
+                           .target = "/bucket-a/x",
+                           .body = "data",
+                           .as = Credentials{k_root_key, "not-the-secret"}});
+  head.body.clear();
+  const auto admission = server.handler().admit(head);
+  REQUIRE_FALSE(admission.has_value());
+  CHECK(admission.error().status == 403);
+}
+
+TEST_CASE("fault injection decides per request, without sockets", "[server][faults]") {
+  FaultInjector never(FaultOptions{std::chrono::milliseconds(0), 0.0}, 1);
+  CHECK_FALSE(never.active());
+  CHECK_FALSE(never.decide().failure.has_value());
+
+  FaultInjector always(FaultOptions{std::chrono::milliseconds(250), 1.0}, 1);
+  CHECK(always.active());
+  const auto decision = always.decide();
+  CHECK(decision.delay == std::chrono::milliseconds(250));
+  REQUIRE(decision.failure.has_value());
+  CHECK(decision.failure->status == 503);
+  CHECK(xml_value(decision.failure->body, "Code") == "SlowDown");
+  CHECK(*decision.failure->header("Retry-After") == "1");
+
+  FaultInjector half(FaultOptions{std::chrono::milliseconds(0), 0.5}, 42);
+  int failures = 0;
+  for (int i = 0; i < 1000; ++i)
+    failures += half.decide().failure ? 1 : 0;
+  CHECK(failures > 350);
+  CHECK(failures < 650);
+}
