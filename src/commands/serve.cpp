@@ -6,8 +6,10 @@
 #include "tfork/server/serve.hpp"
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 namespace tfork::commands {
@@ -18,6 +20,7 @@ struct ServeCliOptions {
   std::string listen = "127.0.0.1:9000";
   std::string root_access_key;
   std::string root_secret_key;
+  std::string root_secret_key_file;
   int latency_ms = 0;
   double fail_rate = 0.0;
   std::string durability = "normal";
@@ -29,6 +32,18 @@ std::filesystem::path default_data_dir(const cli::Environment& env) {
   const auto home = env("HOME");
   if (!home) usage_error("--data is required when neither XDG_DATA_HOME nor HOME is set");
   return std::filesystem::path(*home) / ".local" / "share" / "tfork" / "serve";
+}
+
+// The first line of FILE, without its line ending.
+std::string read_secret_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage_error("cannot read --root-secret-key-file " + path);
+  std::string secret;
+  std::getline(in, secret);
+  while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' '))
+    secret.pop_back();
+  if (secret.empty()) usage_error("--root-secret-key-file " + path + " is empty");
+  return secret;
 }
 
 // HOST:PORT, with [v6]:PORT for IPv6 literals.
@@ -59,11 +74,21 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   server::ServeOptions options;
   options.data_dir = cli.data.empty() ? default_data_dir(env) : std::filesystem::path(cli.data);
   parse_listen(cli.listen, options);
-  if (cli.root_access_key.empty() != cli.root_secret_key.empty()) {
-    usage_error("--root-access-key and --root-secret-key must be given together");
+  std::string secret = cli.root_secret_key;
+  if (!cli.root_secret_key_file.empty()) {
+    if (!secret.empty()) usage_error("give --root-secret-key-file or --root-secret-key, not both");
+    secret = read_secret_file(cli.root_secret_key_file);
+  } else if (!secret.empty()) {
+    spdlog::warn(
+        "--root-secret-key is deprecated: a secret on the command line is visible to every "
+        "user in ps and lands in shell history; use --root-secret-key-file or "
+        "TFORK_ROOT_SECRET_KEY");
+  }
+  if (cli.root_access_key.empty() != secret.empty()) {
+    usage_error("--root-access-key and --root-secret-key-file must be given together");
   }
   options.root_access_key = cli.root_access_key;
-  options.root_secret_key = cli.root_secret_key;
+  options.root_secret_key = std::move(secret);
   if (cli.latency_ms < 0) usage_error("--latency must be >= 0 milliseconds");
   options.latency_ms = cli.latency_ms;
   if (!(cli.fail_rate >= 0.0 && cli.fail_rate <= 1.0))
@@ -95,8 +120,13 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
         std::fflush(stdout);
       });
   // run_server has logged why it stopped.
-  if (code != 0)
+  // Exit 6 is a data directory that belongs to something else (cli.md §6, conflict).
+  if (code == 6) {
+    result.error = Error{
+        ErrorKind::conflict, "DataDirectoryNotOurs", "--data is not a tfork data directory", 0, {}};
+  } else if (code != 0) {
     result.error = Error{ErrorKind::other, "ServeFailed", "tfork serve stopped", 0, {}};
+  }
   return result;
 }
 
@@ -112,8 +142,13 @@ void register_serve(CLI::App& root, cli::Context& context) {
                       "HOST:PORT to listen on; port 0 picks a free port (default 127.0.0.1:9000)");
   command->add_option("--root-access-key", cli->root_access_key,
                       "Root access key id (else TFORK_ROOT_ACCESS_KEY, else generated once)");
+  command
+      ->add_option("--root-secret-key-file", cli->root_secret_key_file,
+                   "File whose first line is the root secret key (else "
+                   "TFORK_ROOT_SECRET_KEY, else generated once)")
+      ->type_name("FILE");
   command->add_option("--root-secret-key", cli->root_secret_key,
-                      "Root secret key (else TFORK_ROOT_SECRET_KEY, else generated once)");
+                      "Deprecated (visible in ps): use --root-secret-key-file");
   command->add_option("--latency", cli->latency_ms, "Delay every response by MS milliseconds")
       ->type_name("MS");
   command

@@ -92,10 +92,14 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   }
   // As S3 does: every x-amz-* header sent must be signed, or a captured request or presigned
   // URL could be replayed with one added (x-amz-copy-source turns a PUT into a copy of any
-  // object the signer can read).
+  // object the signer can read). Tigris's control headers (force delete, fork source,
+  // snapshot, merge, rebase) change what a request does just as much, so they too count
+  // only when signed.
   for (const auto& [name, value] : request.headers) {
     const auto lower = to_lower(name);
-    if (lower.starts_with("x-amz-") && !signed_names_contain(authorization.signed_headers, lower)) {
+    const bool controls = lower.starts_with("x-amz-") || lower.starts_with("x-tigris-") ||
+                          lower.starts_with("tigris-");
+    if (controls && !signed_names_contain(authorization.signed_headers, lower)) {
       return std::unexpected(
           auth_error(Err::access_denied,
                      "There were headers present in the request which were not signed: " + lower));

@@ -275,6 +275,16 @@ Response create_bucket(Context& context) {
     }
     const std::string source_name(trim(*source));
     require(context, source_name, Access::snapshot);
+    // A scoped key forks only under its own bucket's name plus '-', so it cannot take a
+    // free name that someone else's run will need (README, serve: keys and forks).
+    if (!is_admin(context.principal) && !bucket.starts_with(source_name + "-")) {
+      S3Error error = make_error(Err::access_denied,
+                                 "A scoped access key may only create forks "
+                                 "named " +
+                                     source_name + "-<suffix>.");
+      error.bucket = bucket;
+      fail(std::move(error));
+    }
     check_create(context, context.store.create_fork(bucket, source_name, at), bucket);
     return created(bucket);
   }
@@ -286,7 +296,11 @@ Response create_bucket(Context& context) {
   if (!is_admin(context.principal)) {
     auto existing = context.store.head_bucket(bucket);
     if (existing && has_any_role(context.principal, bucket)) fail_exists(context, bucket);
-    require(context, bucket, Access::bucket_admin);
+    S3Error error = make_error(Err::access_denied,
+                               "Only root or a NamespaceAdmin key creates "
+                               "buckets; a scoped key may create forks.");
+    error.bucket = bucket;
+    fail(std::move(error));
   }
   check_create(
       context,

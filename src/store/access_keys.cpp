@@ -34,21 +34,36 @@ bool key_exists(sqlite::Db& db, std::string_view id) {
   return db.query("SELECT 1 FROM access_keys WHERE id=?1")->bind(1, id).step();
 }
 
-// Full replacement of a key's roles (UpdateAccessKeyWithBucketsRole semantics, §3.3).
+// Full replacement of a key's roles (UpdateAccessKeyWithBucketsRole semantics, §3.3). A role
+// names the bucket's immutable id, taken now: a grant on a name that has no bucket yet, or
+// whose bucket is later deleted, never reaches a bucket created under that name afterwards.
 void write_roles(sqlite::Db& db, std::string_view id, const std::vector<BucketRole>& roles) {
   db.query("DELETE FROM key_roles WHERE key_id=?1")->bind(1, id).run();
   for (const auto& role : roles) {
-    db.query("INSERT OR REPLACE INTO key_roles(key_id, bucket, role) VALUES(?1, ?2, ?3)")
-        ->bind(1, id)
-        .bind(2, std::string_view(role.bucket))
-        .bind(3, role_name(role.role))
-        .run();
+    std::optional<std::int64_t> bucket_id;
+    if (role.bucket != "*") {
+      auto q = db.query("SELECT id FROM buckets WHERE name=?1 AND state=0");
+      if (q->bind(1, std::string_view(role.bucket)).step()) bucket_id = q->int64(0);
+    }
+    auto insert = db.query(
+        "INSERT OR REPLACE INTO key_roles(key_id, bucket, role, bucket_id) "
+        "VALUES(?1, ?2, ?3, ?4)");
+    insert->bind(1, id).bind(2, std::string_view(role.bucket)).bind(3, role_name(role.role));
+    if (bucket_id)
+      insert->bind(4, *bucket_id);
+    else
+      insert->bind_null(4);
+    insert->run();
   }
 }
 
+// The roles that still reach a live bucket: "*", or the very bucket that was granted.
 std::vector<BucketRole> read_roles(sqlite::Db& db, std::string_view id) {
   std::vector<BucketRole> roles;
-  auto q = db.query("SELECT bucket, role FROM key_roles WHERE key_id=?1 ORDER BY bucket");
+  auto q = db.query(
+      "SELECT bucket, role FROM key_roles WHERE key_id=?1 AND (bucket='*' OR bucket_id IN "
+      "(SELECT id FROM buckets WHERE buckets.name=key_roles.bucket AND state=0)) "
+      "ORDER BY bucket");
   q->bind(1, id);
   while (q->step())
     roles.push_back(BucketRole{q->text(0), role_from(q->view(1))});

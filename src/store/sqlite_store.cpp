@@ -86,6 +86,7 @@ CREATE TABLE IF NOT EXISTS key_roles(
   key_id TEXT NOT NULL REFERENCES access_keys(id),
   bucket TEXT NOT NULL,
   role TEXT NOT NULL CHECK(role IN ('Editor','ReadOnly','NamespaceAdmin')),
+  bucket_id INTEGER,                           -- the bucket granted; NULL for "*"
   PRIMARY KEY(key_id, bucket)) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta(k, v) VALUES('schema_version', 1);
 INSERT OR IGNORE INTO meta(k, v) VALUES('last_seq', 0);
@@ -101,6 +102,22 @@ constexpr std::size_t kMaxIdleReaders = 256;
 
 constexpr const char* kBucketColumns =
     "id, name, snapshot_enabled, parent_id, fork_seq, created_seq";
+
+// Data directories made before roles named bucket ids: bind each role to the bucket that
+// has its name now (issue 9 §3), once.
+void migrate_key_roles(sqlite::Db& db) {
+  bool has_bucket_id = false;
+  {
+    auto q = db.query("SELECT name FROM pragma_table_info('key_roles')");
+    while (q->step())
+      has_bucket_id = has_bucket_id || q->view(0) == "bucket_id";
+  }
+  if (has_bucket_id) return;
+  db.exec("ALTER TABLE key_roles ADD COLUMN bucket_id INTEGER");
+  db.exec(
+      "UPDATE key_roles SET bucket_id=(SELECT id FROM buckets WHERE buckets.name=key_roles.bucket "
+      "AND state=0) WHERE bucket<>'*'");
+}
 
 BucketRow bucket_from(const sqlite::Stmt& s) {
   BucketRow row;
@@ -183,6 +200,7 @@ void SqliteStore::initialise() {
   {
     sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
     writer_->exec(kSchema);
+    migrate_key_roles(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();
@@ -297,14 +315,21 @@ std::shared_ptr<const Ancestry> SqliteStore::ancestry(sqlite::Db& db, std::int64
 
 std::vector<Layer> SqliteStore::chain(sqlite::Db& db, std::int64_t bucket_id,
                                       std::optional<Seq> at) {
-  // §6.4: (b, h0), (parent, min(h0, fork_seq_b)), (grandparent, min(..., fork_seq_parent)).
+  // §6.4: (b, h0), (parent, fork_seq_b), (grandparent, min(fork_seq_b, fork_seq_parent)).
+  // `at` bounds the bucket's own layer only: through a fork, the source is always read at
+  // the fork point, so no version of the source older than the fork is reachable from the
+  // fork (issue 9 §3: a fork's key never sees its source's past).
   const auto anc = ancestry(db, bucket_id);
   std::vector<Layer> layers;
   layers.reserve(anc->ids.size());
   Seq horizon = at.value_or(kSeqMax);
+  Seq cap = kSeqMax;
   for (std::size_t i = 0; i < anc->ids.size(); ++i) {
     layers.push_back(Layer{anc->ids[i], horizon});
-    if (i < anc->caps.size()) horizon = std::min(horizon, anc->caps[i]);
+    if (i < anc->caps.size()) {
+      cap = std::min(cap, anc->caps[i]);
+      horizon = cap;
+    }
   }
   return layers;
 }
@@ -355,6 +380,11 @@ Result<BucketInfo> SqliteStore::create_fork(std::string_view name, std::string_v
       if (*snapshot < 0) return fail(StoreErrc::invalid_argument, "negative snapshot version");
       if (*snapshot > std::max(now_ns(), last_seq_)) {
         return fail(StoreErrc::invalid_argument, "snapshot version is in the future");
+      }
+      // Through a fork, nothing older than its own fork point is reachable (issue 9 §3).
+      if (src->parent_id && src->fork_seq && *snapshot < *src->fork_seq) {
+        return fail(StoreErrc::invalid_argument,
+                    "snapshot version is older than " + src->name + "'s fork point");
       }
       horizon = *snapshot;
       last_seq_ = std::max(last_seq_, horizon);
@@ -452,6 +482,8 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
     // unfinished uploads go with the bucket (tigris-wire §2.10).
     ctx.db.query("UPDATE buckets SET state=1 WHERE id=?1")->bind(1, row->id).run();
     ctx.db.query("DELETE FROM snapshots WHERE bucket_id=?1")->bind(1, row->id).run();
+    // Grants go with the bucket: a later bucket of the same name is a different bucket.
+    ctx.db.query("DELETE FROM key_roles WHERE bucket_id=?1")->bind(1, row->id).run();
     std::vector<std::string> uploads;
     {
       auto q = ctx.db.query("SELECT upload_id FROM uploads WHERE bucket_id=?1");

@@ -265,7 +265,39 @@ def test_torn_reads(srv):
     check(not errors, f"torn bodies of lengths {errors[:5]}")
 
 
+def test_startup_rules():
+    step("--root-secret-key-file gives the root secret; the printed lines carry it")
+    import subprocess
+    import tempfile
+    work = tempfile.mkdtemp(prefix="tfork-e2e-keyfile.")
+    secret_file = os.path.join(work, "secret")
+    with open(secret_file, "w") as f:
+        f.write("tsec_fromafile0123456789\n")
+    os.chmod(secret_file, 0o600)
+    with TforkServer(["--root-access-key", "tid_fromafile",
+                      "--root-secret-key-file", secret_file]) as srv:
+        check_eq("printed secret", "tsec_fromafile0123456789", srv.secret_key)
+        srv_client(srv).list_buckets()
+
+    step("--data on a directory that is not tfork's is refused (exit 6), mode untouched")
+    foreign = os.path.join(work, "photos")
+    os.makedirs(os.path.join(foreign, "tmp"))
+    with open(os.path.join(foreign, "tmp", "keep.txt"), "w") as f:
+        f.write("precious")
+    os.chmod(foreign, 0o755)
+    from tfork_server import tfork_binary
+    done = subprocess.run([tfork_binary(), "serve", "--data", foreign, "--listen", "127.0.0.1:0"],
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    check_eq("exit status for a foreign --data", 6, done.returncode)
+    check(b"not a tfork data directory" in done.stderr, f"stderr: {done.stderr[-300:]!r}")
+    check_eq("mode of the foreign directory", 0o755, os.stat(foreign).st_mode & 0o777)
+    check(os.path.exists(os.path.join(foreign, "tmp", "keep.txt")), "a file was removed")
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
+    test_startup_rules()
     with TforkServer() as srv:
         wire = Wire(srv)
         test_bomb(srv, wire)

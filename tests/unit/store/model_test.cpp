@@ -8,6 +8,7 @@
 #include "store_test_support.hpp"
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -55,11 +56,16 @@ struct Model {
   }
 
   std::vector<std::pair<int, Seq>> chain(int bucket, Seq at) const {
+    // `at` bounds the bucket's own layer; sources are read at the fork points only.
     std::vector<std::pair<int, Seq>> out;
     Seq horizon = at;
+    Seq cap = std::numeric_limits<Seq>::max();
     for (int b = bucket; b >= 0; b = buckets[b].parent) {
       out.emplace_back(b, horizon);
-      if (buckets[b].parent >= 0) horizon = std::min(horizon, buckets[b].fork_seq);
+      if (buckets[b].parent >= 0) {
+        cap = std::min(cap, buckets[b].fork_seq);
+        horizon = cap;
+      }
     }
     return out;
   }
@@ -272,6 +278,11 @@ class Runner {
     }
     if (!src.snapshot_enabled) {
       expect(!info && info.error().code == StoreErrc::not_snapshot_enabled, "regular source");
+      return;
+    }
+    if (at && src.parent >= 0 && *at < src.fork_seq) {
+      // A fork of a fork never reaches behind the source's own fork point.
+      expect(!info && info.error().code == StoreErrc::invalid_argument, "fork before fork point");
       return;
     }
     expect(info.has_value(), "create_fork failed: " + (info ? "" : info.error().message));

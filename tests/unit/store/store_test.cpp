@@ -512,6 +512,9 @@ TEST_CASE("multipart: complete writes an ordered manifest, abort frees the parts
 TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path());
+  // A role names a bucket that exists (grants are bound to the bucket, not the name).
+  for (const auto* name : {"fork-1", "a", "b"})
+    REQUIRE(store->create_bucket(name, false));
   auto key = store->create_access_key("agent-1", {{"fork-1", Role::editor}});
   REQUIRE(key);
   CHECK(key->id.starts_with("tid_"));
@@ -536,6 +539,12 @@ TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
   REQUIRE(got);
   REQUIRE(got->roles.size() == 2);
   CHECK(got->roles[0].role == Role::read_only);
+  // Deleting a bucket deletes its grants; a new bucket of that name does not inherit them.
+  REQUIRE(store->delete_bucket("b", false));
+  REQUIRE(store->create_bucket("b", false));
+  got = store->get_access_key(key->id);
+  REQUIRE(got->roles.size() == 1);
+  CHECK(got->roles[0].bucket == "a");
   REQUIRE(store->update_access_key_roles(key->id, {}));
   CHECK(store->get_access_key(key->id)->roles.empty());
 
