@@ -48,8 +48,7 @@ bool has_unsupported_subresource(const Target& target) {
                                                        "requestPayment",
                                                        "intelligent-tiering",
                                                        "policyStatus",
-                                                       "attributes",
-                                                       "versions"};
+                                                       "attributes"};
   for (const auto name : k_unsupported) {
     if (target.has(name)) return true;
   }
@@ -64,6 +63,7 @@ Response dispatch_s3(Context& context) {
     return get_object_tagging(context);
   }
   if (has_unsupported_subresource(target)) fail(Err::not_implemented);
+  if (target.has("versions") && (method != "GET" || target.has_key)) fail(Err::not_implemented);
 
   if (target.bucket.empty()) {
     if (method == "GET") return list_buckets(context);
@@ -82,6 +82,7 @@ Response dispatch_s3(Context& context) {
       if (target.has("metadata")) return bucket_metadata(context);
       if (target.has("location")) return bucket_location(context);
       if (target.has("versioning")) return bucket_versioning(context);
+      if (target.has("versions")) return list_object_versions(context);
       if (target.has("uploads"))
         fail(Err::not_implemented, "ListMultipartUploads is not supported.");
       const auto* list_type = target.get("list-type");

@@ -266,9 +266,20 @@ Response put_object(Context& context) {
   require(context, bucket, Access::write);
   if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
   check(context.store.head_bucket(bucket), bucket);  // no orphan blob for a missing bucket
+  // Conditional writes: If-None-Match: * (create only) and If-Match: <etag> (replace only
+  // that version), 412 otherwise.
   if (const auto* if_none_match = context.header("if-none-match");
       if_none_match && *if_none_match == "*") {
     if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
+  }
+  if (const auto* if_match = context.header("if-match")) {
+    const auto current = context.store.get_object(bucket, key);
+    if (!current) {
+      S3Error error = make_error(Err::no_such_key);
+      error.key = key;
+      fail(std::move(error));
+    }
+    if (!etag_matches(*if_match, current->etag)) fail(Err::precondition_failed);
   }
   store::NewObject object;
   object.content_type = content_type_of(context.request);
@@ -333,6 +344,12 @@ Response get_object(Context& context) {
       start = range->start;
       length = range->length;
       response.status = 206;
+      // The stored checksums are of the whole object: on a part of it, clients that validate
+      // response checksums (boto3) would fail, so S3 leaves them out.
+      for (auto it = response.headers.begin(); it != response.headers.end();) {
+        it = std::string_view(it->first).starts_with("x-amz-checksum-") ? response.headers.erase(it)
+                                                                        : std::next(it);
+      }
       response.set_header("Content-Range", "bytes " + std::to_string(start) + "-" +
                                                std::to_string(start + length - 1) + "/" +
                                                std::to_string(info.size));

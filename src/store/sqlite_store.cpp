@@ -95,7 +95,7 @@ INSERT OR IGNORE INTO meta(k, v) VALUES('last_seq', 0);
 // Rows deleted per transaction when reclaiming a deleted bucket, so the writer lock is never
 // held for long (§6.7 "batches of about 10k rows"; smaller here because each row also
 // touches blob refcounts).
-constexpr int kReclaimBatch = 2000;
+constexpr int kReclaimBatch = 500;
 
 // Idle read connections kept; more are opened on demand and closed when returned.
 constexpr std::size_t kMaxIdleReaders = 256;
@@ -172,6 +172,12 @@ SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
       blobs_(dir_, options.durability) {}
 
 SqliteStore::~SqliteStore() {
+  {
+    std::lock_guard lock(reclaim_mu_);
+    reclaim_stop_ = true;
+  }
+  reclaim_wake_.notify_all();
+  if (reclaimer_.joinable()) reclaimer_.join();  // after the batch in flight, if any
   pool_.clear();
   writer_.reset();
   ::close(lock_fd_);  // releases the flock
@@ -206,15 +212,13 @@ void SqliteStore::initialise() {
     txn.commit();
   }
 
-  // Finish reclaiming buckets whose deletion was interrupted (§6.7).
-  std::vector<std::int64_t> pending;
+  // Reclaims of buckets whose deletion was interrupted (§6.7) resume in the background once
+  // the sweep below is done: start-up does not wait for them.
   {
-    auto q = writer_->query("SELECT id FROM buckets WHERE state=1");
+    auto q = writer_->query("SELECT id FROM buckets WHERE state=1 ORDER BY id DESC");
     while (q->step())
-      pending.push_back(q->int64(0));
+      reclaims_.push_back(q->int64(0));
   }
-  for (const auto id : pending)
-    reclaim(id);
 
   // §6.7 blob sweep: tmp/ is emptied and files that no row names are orphans of a crash
   // between rename and commit (or of a put that never happened).
@@ -222,6 +226,7 @@ void SqliteStore::initialise() {
     auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
     return q->bind(1, hash).step();
   });
+  reclaimer_ = std::thread([this] { run_reclaimer(); });
 }
 
 std::unique_ptr<sqlite::Db> SqliteStore::acquire_reader() {
@@ -463,9 +468,9 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
   auto marked = write([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, name);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
-    // tigris-wire §2.10: a source with forks cannot be deleted, force or not. A child still
-    // being reclaimed counts too: its rows name this bucket as parent.
-    if (has_children(ctx.db, row->id, false)) {
+    // tigris-wire §2.10: a source with live forks cannot be deleted, force or not. A fork
+    // still being reclaimed does not count: the reclaimer removes its row first.
+    if (has_children(ctx.db, row->id, true)) {
       return fail(StoreErrc::bucket_has_forks,
                   "bucket " + row->name + " has forks; delete them first");
     }
@@ -497,40 +502,73 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
     return {};
   });
   if (!marked) return marked;
-  try {
-    reclaim(id);
-  } catch (const std::exception& e) {
-    // The bucket is gone for clients; the next open finishes the reclaim.
-    return fail(StoreErrc::io, std::string("reclaiming a deleted bucket: ") + e.what());
-  }
+  queue_reclaim(id);
   return {};
 }
 
-void SqliteStore::reclaim(std::int64_t bucket_id) {
+void SqliteStore::queue_reclaim(std::int64_t bucket_id) {
   forget_chain(bucket_id);
-  // §6.7: O(rows this bucket wrote), never O(rows visible through it). Blob files whose
-  // refcount reaches 0 are unlinked after each batch commits.
-  bool done = false;
-  while (!done) {
-    auto batch = write([&](WriteCtx& ctx) -> Result<void> {
-      std::vector<std::pair<std::string, Seq>> rows;
-      {
-        auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
-        q->bind(1, bucket_id).bind(2, std::int64_t{kReclaimBatch});
-        while (q->step())
-          rows.emplace_back(q->text(0), q->int64(1));
-      }
-      for (const auto& [key, seq] : rows)
-        remove_version(ctx, bucket_id, key, seq);
-      if (rows.empty()) {
-        // No child row can name this bucket: delete_bucket refuses while any exists.
-        ctx.db.query("DELETE FROM buckets WHERE id=?1")->bind(1, bucket_id).run();
-        done = true;
-      }
-      return {};
-    });
-    if (!batch) throw sqlite::DbError(0, batch.error().message);
+  {
+    std::lock_guard lock(reclaim_mu_);
+    reclaims_.push_back(bucket_id);
   }
+  reclaim_wake_.notify_all();
+}
+
+void SqliteStore::wait_for_reclaims() {
+  std::unique_lock lock(reclaim_mu_);
+  reclaim_idle_.wait(lock, [this] { return (reclaims_.empty() && !reclaiming_) || reclaim_stop_; });
+}
+
+void SqliteStore::run_reclaimer() {
+  std::unique_lock lock(reclaim_mu_);
+  while (true) {
+    reclaim_wake_.wait(lock, [this] { return reclaim_stop_ || !reclaims_.empty(); });
+    if (reclaim_stop_) break;
+    const auto id = reclaims_.front();
+    reclaims_.pop_front();
+    reclaiming_ = true;
+    lock.unlock();
+    bool gone = false;
+    try {
+      gone = reclaim_batch(id);
+    } catch (const std::exception&) {
+      gone = true;  // a database failure: left for the next open (the state=1 row stays)
+    }
+    lock.lock();
+    reclaiming_ = false;
+    // Not finished (or waiting for a fork's reclaim): back of the queue, so the reclaims of
+    // several buckets interleave and a fork's finishes before its source's bucket row goes.
+    if (!gone) reclaims_.push_back(id);
+    if (reclaims_.empty()) reclaim_idle_.notify_all();
+  }
+  reclaim_idle_.notify_all();
+}
+
+bool SqliteStore::reclaim_batch(std::int64_t bucket_id) {
+  // §6.7: O(rows this bucket wrote), never O(rows visible through it). Blob files whose
+  // refcount reaches 0 are unlinked after the batch commits.
+  bool gone = false;
+  auto batch = write([&](WriteCtx& ctx) -> Result<void> {
+    std::vector<std::pair<std::string, Seq>> rows;
+    {
+      auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
+      q->bind(1, bucket_id).bind(2, std::int64_t{kReclaimBatch});
+      while (q->step())
+        rows.emplace_back(q->text(0), q->int64(1));
+    }
+    for (const auto& [key, seq] : rows)
+      remove_version(ctx, bucket_id, key, seq);
+    if (rows.empty()) {
+      // A deleted fork still being reclaimed names this bucket as its parent: it goes first.
+      if (has_children(ctx.db, bucket_id, false)) return {};
+      ctx.db.query("DELETE FROM buckets WHERE id=?1")->bind(1, bucket_id).run();
+      gone = true;
+    }
+    return {};
+  });
+  if (!batch) throw sqlite::DbError(0, batch.error().message);
+  return gone;
 }
 
 Result<void> SqliteStore::set_snapshot_enabled(std::string_view name, bool enabled) {

@@ -8,7 +8,9 @@
 
 #include "blob_files.hpp"
 #include "sqlite.hpp"
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -17,6 +19,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -96,6 +99,7 @@ class SqliteStore final : public Store {
   Result<std::vector<BucketInfo>> list_buckets() override;
   Result<std::vector<BucketInfo>> list_forks(std::string_view source) override;
   Result<void> delete_bucket(std::string_view name, bool force) override;
+  void wait_for_reclaims() override;
   Result<void> set_snapshot_enabled(std::string_view name, bool enabled) override;
 
   Result<SnapshotInfo> take_snapshot(std::string_view bucket,
@@ -169,8 +173,15 @@ class SqliteStore final : public Store {
   std::shared_ptr<const Ancestry> ancestry(sqlite::Db& db, std::int64_t bucket_id);
   std::vector<Layer> chain(sqlite::Db& db, std::int64_t bucket_id, std::optional<Seq> at);
   void forget_chain(std::int64_t bucket_id);
-  // Deletes a bucket's rows in batches (state=1 already committed), then the bucket row.
-  void reclaim(std::int64_t bucket_id);
+  // Deletes one batch of a deleted bucket's rows (state=1 already committed), or, when none
+  // is left and no fork row still names it, the bucket row. True when the bucket is gone.
+  bool reclaim_batch(std::int64_t bucket_id);
+  // The background reclaimer: deleted buckets are queued, and their rows removed one short
+  // transaction at a time, so the writer lock is never held for long and neither a delete
+  // nor start-up waits for it (issue 9 §4). Interrupted by a crash, it resumes at the next
+  // open (the state=1 rows persist).
+  void queue_reclaim(std::int64_t bucket_id);
+  void run_reclaimer();
 
   // ---- objects
   static std::optional<VersionRow> latest_in_layer(sqlite::Db& db, std::int64_t bucket_id,
@@ -214,6 +225,14 @@ class SqliteStore final : public Store {
 
   std::shared_mutex chain_mu_;
   std::unordered_map<std::int64_t, std::shared_ptr<const Ancestry>> chains_;
+
+  std::mutex reclaim_mu_;
+  std::condition_variable reclaim_wake_;
+  std::condition_variable reclaim_idle_;
+  std::deque<std::int64_t> reclaims_;  // bucket ids, in deletion order
+  bool reclaiming_ = false;            // a batch is running
+  bool reclaim_stop_ = false;
+  std::thread reclaimer_;
 };
 
 template <class F>

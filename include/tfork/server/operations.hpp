@@ -64,6 +64,7 @@ Response bucket_versioning(Context& context);
 
 // ---- listing (listing_ops.cpp)
 Response list_objects(Context& context, int version);
+Response list_object_versions(Context& context);  // GET /<b>?versions
 
 // The request body moved (a streamed file) or written (in memory) into the blob store, with
 // its ETag (md5 hex). Call only once the operation cannot fail for other reasons, so that a

@@ -23,9 +23,10 @@
 //   place that rule lives.
 // * Listing results carry key, seq, size, etag, content_type and checksums; user_meta and
 //   parts are left empty (ListObjects does not return them; use get_object).
-// * delete_bucket frees the name at once, then removes the rows the bucket itself wrote in
-//   short batches before it returns (O(its own writes), never O(objects visible through it));
-//   an interrupted reclaim is finished by the next open.
+// * delete_bucket frees the name at once and returns; the rows the bucket itself wrote are
+//   removed in short batches by a background thread (O(its own writes), never O(objects
+//   visible through it)); an interrupted reclaim is resumed by the next open, which does not
+//   wait for it. wait_for_reclaims() blocks until none is pending (tests, benchmarks).
 // * Snapshot-enabled buckets (and all forks) keep every version, so any ns timestamp can be
 //   read. A regular root bucket keeps only the live version of a key, plus versions pinned by
 //   snapshots it took while it was snapshot-enabled; `at` reads there are best effort.
@@ -256,6 +257,9 @@ class Store {
     if (!done) return std::unexpected(std::move(done.error()));
     return std::nullopt;
   }
+
+  // Blocks until every deleted bucket's rows are reclaimed.
+  virtual void wait_for_reclaims() {}
 
   // Where a caller may stream an upload before adopt_blob (same filesystem as the blobs, so
   // adoption is a rename; emptied on every open).

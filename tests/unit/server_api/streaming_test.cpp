@@ -185,3 +185,86 @@ TEST_CASE("fault injection decides per request, without sockets", "[server][faul
   CHECK(failures > 350);
   CHECK(failures < 650);
 }
+
+TEST_CASE("ranged GETs leave out the whole object's checksum headers", "[server][s3]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  const std::string content = "0123456789abcdef";
+  REQUIRE(server
+              .put("/bucket-a/summed", content,
+                   {{"x-amz-checksum-crc32", checksum_of("crc32", content)}})
+              .status == 200);
+  const auto whole = server.get("/bucket-a/summed", {{"x-amz-checksum-mode", "ENABLED"}});
+  CHECK(whole.header("x-amz-checksum-crc32") != nullptr);
+  const auto part =
+      server.get("/bucket-a/summed", {{"x-amz-checksum-mode", "ENABLED"}, {"Range", "bytes=2-5"}});
+  CHECK(part.status == 206);
+  CHECK(part.header("x-amz-checksum-crc32") == nullptr);
+  CHECK(Server::body_of(part) == "2345");
+}
+
+TEST_CASE("PutObject honours If-Match and If-None-Match", "[server][s3]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  CHECK(server.put("/bucket-a/c", "v0", {{"If-Match", "\"abc\""}}).status == 404);
+  REQUIRE(server.put("/bucket-a/c", "v1", {{"If-None-Match", "*"}}).status == 200);
+  CHECK(server.put("/bucket-a/c", "v2", {{"If-None-Match", "*"}}).status == 412);
+  const auto etag = "\"" + crypto::to_hex(crypto::md5("v1")) + "\"";
+  CHECK(server.put("/bucket-a/c", "v3", {{"If-Match", "\"0000\""}}).status == 412);
+  CHECK(server.put("/bucket-a/c", "v4", {{"If-Match", etag}}).status == 200);
+  CHECK(Server::body_of(server.get("/bucket-a/c")) == "v4");
+}
+
+TEST_CASE("stored headers come back; aws-chunked is not stored", "[server][s3]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  REQUIRE(server
+              .put("/bucket-a/h", "body",
+                   {{"Cache-Control", "max-age=60"},
+                    {"Expires", "Thu, 01 Dec 2094 16:00:00 GMT"},
+                    {"Content-Encoding", "gzip"},
+                    {"Content-Disposition", "attachment"}})
+              .status == 200);
+  const auto got = server.head("/bucket-a/h");
+  CHECK(*got.header("Cache-Control") == "max-age=60");
+  CHECK(*got.header("Expires") == "Thu, 01 Dec 2094 16:00:00 GMT");
+  CHECK(*got.header("Content-Encoding") == "gzip");
+  CHECK(*got.header("Content-Disposition") == "attachment");
+  CHECK(got.header("x-amz-meta-:cache-control") == nullptr);
+}
+
+TEST_CASE("invalid UTF-8 metadata is 400 and leaves no blob", "[server][s3]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  const auto bad = server.put("/bucket-a/u", "orphan?", {{"x-amz-meta-note", "caf\xe9"}});
+  CHECK(bad.status == 400);
+  CHECK_FALSE(server.store().get_object("bucket-a", "u").has_value());
+  const auto blobs = server.store().tmp_dir().parent_path() / "blobs";
+  std::size_t files = 0;
+  if (std::filesystem::exists(blobs)) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(blobs))
+      files += entry.is_regular_file() ? 1 : 0;
+  }
+  CHECK(files == 0);
+  CHECK(server.put("/bucket-a/u", "ok", {{"x-amz-meta-note", "caf\xc3\xa9"}}).status == 200);
+}
+
+TEST_CASE("ListObjectVersions answers each visible object", "[server][s3]") {
+  Server server;
+  REQUIRE(server.put("/plain-bucket").status == 200);
+  REQUIRE(server.put("/plain-bucket/a", "1").status == 200);
+  REQUIRE(server.put("/plain-bucket/b", "2").status == 200);
+  const auto plain = server.get("/plain-bucket?versions");
+  INFO(plain.body);
+  CHECK(plain.status == 200);
+  CHECK(contains(plain.body, "<ListVersionsResult"));
+  CHECK(contains(plain.body, "<Key>a</Key><VersionId>null</VersionId><IsLatest>true</IsLatest>"));
+
+  REQUIRE(server.put("/snap-bucket", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+  REQUIRE(server.put("/snap-bucket/k", "versioned").status == 200);
+  const auto listed = server.get("/snap-bucket?versions&max-keys=1");
+  const auto version = xml_value(listed.body, "VersionId");
+  REQUIRE_FALSE(version.empty());
+  CHECK(version != "null");
+  CHECK(Server::body_of(server.get("/snap-bucket/k?versionId=" + version)) == "versioned");
+}

@@ -145,6 +145,7 @@ TEST_CASE("delete bucket: forks refuse even forced, not-empty refuses, force emp
   REQUIRE(store->delete_bucket("p", true));
   CHECK(store->head_bucket("p").error().code == StoreErrc::no_such_bucket);
   CHECK(store->delete_bucket("p", true).error().code == StoreErrc::no_such_bucket);
+  store->wait_for_reclaims();  // the rows go in the background
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs") == 0);
@@ -191,6 +192,7 @@ TEST_CASE("deleting a fork frees the blobs only it held", "[store]") {
                    "SELECT refcnt FROM blobs WHERE hash='" + shared.parts.front().hash + "'") == 2);
 
   REQUIRE(store->delete_bucket("f", true));
+  store->wait_for_reclaims();  // the rows go in the background
   CHECK(!fs::exists(own_path));
   CHECK(fs::exists(shared_path));
   CHECK(count_rows(dir.path(),
