@@ -22,7 +22,7 @@ _tfork_options() {
     'fork exec') echo '--manifest --parallel --logs --timeout' ;;
     'fork merge') echo '--into --no-snapshot' ;;
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key --latency --fail-rate --durability' ;;
+    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix --allow-non-fork --delete-snapshot' ;;
@@ -39,7 +39,7 @@ _tfork_value_options() {
     'fork exec') echo '--manifest --parallel --logs --timeout' ;;
     'fork merge') echo '--into' ;;
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key --latency --fail-rate --durability' ;;
+    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix' ;;
@@ -66,6 +66,7 @@ _tfork_option_values() {
     'run|--manifest') echo '@file' ;;
     'run|--keep') echo 'none failed succeeded all' ;;
     'serve|--data') echo '@file' ;;
+    'serve|--root-secret-key-file') echo '@file' ;;
     'teardown|--manifest') echo '@file' ;;
   esac
 }
