@@ -577,8 +577,9 @@ Result<void> SqliteStore::set_snapshot_enabled(std::string_view name, bool enabl
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
     if (!enabled) {
       // tigris-wire §2.2: Snapshot → Regular is refused for fork parents and fork children
-      // (a regular bucket prunes history that a fork or snapshot may rely on).
-      if (has_children(ctx.db, row->id, false)) {
+      // (a regular bucket prunes history that a fork or snapshot may rely on). A deleted fork
+      // whose rows are still being reclaimed reads nothing any more, so it does not count.
+      if (has_children(ctx.db, row->id, true)) {
         return fail(StoreErrc::bucket_has_forks,
                     "bucket " + row->name + " has forks; it must stay snapshot-enabled");
       }
