@@ -245,7 +245,8 @@ std::vector<FileSegment> segments_for(const store::Store& store, const store::Ob
     const std::int64_t part_end = part_start + part.size;
     const std::int64_t from = std::max(start, part_start);
     const std::int64_t to = std::min(start + length, part_end);
-    if (from < to) out.push_back(FileSegment{store.blob_path(part), from - part_start, to - from});
+    if (from < to)
+      out.push_back(FileSegment{store.blob_path(part), from - part_start, to - from, nullptr});
     part_start = part_end;
   }
   return out;
