@@ -223,9 +223,17 @@ Config resolve_config(const ConfigOverrides& overrides, const Environment& env) 
                         .value_or(iam_fallback),
                     "IAM endpoint URL");
 
-  config.region = first({flag(overrides.region), env("AWS_REGION"), env("AWS_DEFAULT_REGION"),
-                         setting(profile, "region")})
-                      .value_or("auto");
+  // Tigris signs with region auto whatever AWS_REGION says for some other service (issue 7
+  // §5); --region still wins. Other S3 endpoints follow the AWS chain.
+  if (!overrides.region.empty()) {
+    config.region = overrides.region;
+  } else if (is_tigris_host(config.endpoint)) {
+    config.region = "auto";
+  } else {
+    config.region =
+        first({env("AWS_REGION"), env("AWS_DEFAULT_REGION"), setting(profile, "region")})
+            .value_or("auto");
+  }
 
   if (overrides.path_style) {
     config.path_style = *overrides.path_style;

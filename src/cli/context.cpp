@@ -13,15 +13,26 @@ std::atomic<bool>& interrupted() {
 }
 
 namespace {
-extern "C" void on_sigint(int) {
+std::atomic<int> g_signal{0};
+
+extern "C" void on_interrupt(int signal) {
+  g_signal.store(signal);
   interrupted().store(true);
-  // A second Ctrl-C stops at once.
-  std::signal(SIGINT, SIG_DFL);
+  // A second Ctrl-C (or SIGTERM) stops at once.
+  std::signal(signal, SIG_DFL);
 }
 }  // namespace
 
+// SIGTERM is handled exactly like SIGINT (CI cancels with SIGTERM, cli.md §5): in-flight
+// requests end, the manifest is complete, and the exit code says which signal it was.
 void install_interrupt_handler() {
-  std::signal(SIGINT, on_sigint);
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+}
+
+int interrupted_exit_code(int code) {
+  if (code == 130 && g_signal.load() == SIGTERM) return 143;
+  return code;
 }
 
 Context::Context(Environment env) : env_(std::move(env)) {}

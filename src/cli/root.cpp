@@ -10,6 +10,7 @@
 #include "tfork/commands/teardown.hpp"
 #include "tfork/commands/version.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/output/render.hpp"
 #include "tfork/version.hpp"
 #include "tfork/workflow/agent_env.hpp"
 
@@ -54,7 +55,9 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group(group);
   app.add_option("--profile", o.config.profile, "Profile in ~/.aws/credentials and ~/.aws/config")
       ->group(group);
-  app.add_option("--region", o.config.region, "Signing region (default auto)")->group(group);
+  app.add_option("--region", o.config.region,
+                 "Signing region (default auto; Tigris endpoints ignore AWS_REGION)")
+      ->group(group);
   auto* path = app.add_flag("--path-style", o.path_style,
                             "Address buckets as https://host/bucket (default for non-Tigris hosts)")
                    ->group(group);
@@ -116,8 +119,9 @@ void report_error(const Error& error, const Context& context, bool json) {
     if (!error.request_id.empty()) detail += ", request id " + error.request_id;
     detail += ")";
   }
-  std::cerr << (color ? "\033[31mtfork: error:\033[0m " : "tfork: error: ") << error.message
-            << detail << '\n';
+  // The message and code may carry a server's text: never raw control characters.
+  std::cerr << (color ? "\033[31mtfork: error:\033[0m " : "tfork: error: ")
+            << output::printable(error.message) << output::printable(detail) << '\n';
 }
 
 // The one road out of a command (cli.md §6): its result on stdout, then its error, if any,
@@ -176,7 +180,13 @@ std::unique_ptr<CLI::App> make_app(Context& context) {
   return app;
 }
 
+int run_app(int argc, char** argv);
+
 int run(int argc, char** argv) {
+  return interrupted_exit_code(run_app(argc, argv));
+}
+
+int run_app(int argc, char** argv) {
   Context context;
   return run(argc, argv, context);
 }

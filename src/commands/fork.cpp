@@ -28,6 +28,7 @@ struct CreateOptions {
   std::string manifest;
   bool keep_partial = false;
   bool exist_ok = false;
+  bool any_version = false;
 };
 
 std::int64_t unix_ms() {
@@ -43,15 +44,22 @@ cli::CommandResult run_create(const CreateOptions& options, cli::Context& contex
   request.count = options.count;
   request.prefix = options.prefix;
   request.snapshot = options.snapshot;
+  request.any_version = options.any_version;
   request.snapshot_name = options.snapshot_name;
   request.keys = options.keys;
   if (!options.manifest.empty()) request.manifest_path = options.manifest;
   request.keep_partial = options.keep_partial;
   request.exist_ok = options.exist_ok;
-  request.overwrite_manifest = context.options.yes;
   request.concurrency = context.options.concurrency;
   auto plan = workflow::plan_fork_create(request, unix_ms());
   plan.progress = context.progress_enabled();
+  if (plan.manifest_defaulted && !context.options.dry_run) {
+    // cli.md §4.4: the keys' secrets are only ever in this file.
+    spdlog::warn(
+        "the keys' secrets go to the manifest {} (mode 0600; --manifest FILE chooses "
+        "another)",
+        plan.manifest_path->string());
+  }
 
   if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
   auto outcome = workflow::run_fork_create(context.client(), plan, cli::interrupted());
@@ -88,18 +96,24 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
   command->add_option("--prefix", options->prefix,
                       "Fork name prefix (default <source>-fork-<unix-ms>)");
   command->add_option("--snapshot", options->snapshot,
-                      "Fork from this snapshot version instead of taking one");
+                      "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
+                      "name: its newest version) instead of taking one");
+  command->add_flag("--any-version", options->any_version,
+                    "Accept any --snapshot VERSION (a point in time), listed or not");
   command->add_option("--snapshot-name", options->snapshot_name,
                       "Name of the snapshot taken (default 'tfork <prefix>')");
   command->add_option("--keys", options->keys, "Key per fork: editor (default), readonly, none")
       ->check(CLI::IsMember({"editor", "readonly", "none"}));
   command->add_option("--manifest", options->manifest,
                       "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
-                      "comes into being; refuses to replace a non-empty FILE without --yes");
+                      "comes into being (default ./<prefix>.manifest.json when keys are "
+                      "minted); never replaces another run's manifest (exit 6) unless "
+                      "--exist-ok adopts it");
   command->add_flag("--keep-partial", options->keep_partial,
                     "On failure keep what was created and exit 7 (default: roll back)");
   command->add_flag("--exist-ok", options->exist_ok,
-                    "Adopt a fork that already exists as a fork of SOURCE (mints a new key)");
+                    "Adopt a fork that already exists as a fork of SOURCE from the same "
+                    "snapshot (mints a new key), and an existing manifest of SOURCE");
   cli::on_run(*command, context, [options, &context] { return run_create(*options, context); });
 }
 

@@ -24,6 +24,8 @@ struct ServeCliOptions {
   int latency_ms = 0;
   double fail_rate = 0.0;
   std::string durability = "normal";
+  std::string quirks;
+  int consistency_delay_ms = 0;
 };
 
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
@@ -102,6 +104,11 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
     options.durability = store::Durability::off;
   else
     usage_error("--durability must be full, normal or off");
+  auto quirks = server::parse_quirks(cli.quirks);
+  if (!quirks) usage_error("--quirks: " + quirks.error());
+  options.variance.quirks = std::move(*quirks);
+  if (cli.consistency_delay_ms < 0) usage_error("--consistency-delay must be >= 0 milliseconds");
+  options.variance.consistency_delay = std::chrono::milliseconds(cli.consistency_delay_ms);
   return options;
 }
 
@@ -157,6 +164,17 @@ void register_serve(CLI::App& root, cli::Context& context) {
       ->type_name("P");
   command->add_option("--durability", cli->durability,
                       "full (fsync everything), normal (survives kill -9; default) or off");
+  command
+      ->add_option("--quirks", cli->quirks,
+                   "Behave like the real gateway where it differs (comma-separated): "
+                   "fork-listing-ignores-header, iam-message-errors, snapshot-token-echo, "
+                   "fork-conflict-409, parent-delete-400 (default: none)")
+      ->type_name("LIST");
+  command
+      ->add_option("--consistency-delay", cli->consistency_delay_ms,
+                   "New buckets stay invisible to HeadBucket and listings, deleted ones stay "
+                   "visible, for MS milliseconds (default 0)")
+      ->type_name("MS");
   cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
 

@@ -66,27 +66,8 @@ std::string to_table(const TakeResult& result) {
 // ---- snapshot ls
 
 ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options) {
-  ListResult result{options.bucket, {}};
-  std::string token;
-  for (;;) {
-    const int remaining =
-        options.limit > 0 ? options.limit - static_cast<int>(result.snapshots.size()) : 0;
-    const auto operation = tigris::list_snapshots(options.bucket, token, remaining);
-    const auto response = tigris::expect_success(client.send(operation), operation.name);
-    auto page = tigris::parse_snapshot_list(response);
-    if (!page)
-      throw TforkError(ErrorKind::other, "InvalidResponse", operation.name + ": " + page.error());
-    for (auto& snapshot : page->snapshots)
-      result.snapshots.push_back(std::move(snapshot));
-    // No IsTruncated here: an empty or absent token ends the listing (tigris-wire.md §2.4).
-    if (page->continuation_token.empty()) break;
-    if (options.limit > 0 && static_cast<int>(result.snapshots.size()) >= options.limit) break;
-    if (page->continuation_token == token) {
-      throw TforkError(ErrorKind::other, "InvalidResponse",
-                       operation.name + ": the server repeated continuation token '" + token + "'");
-    }
-    token = page->continuation_token;
-  }
+  ListResult result{options.bucket,
+                    tigris::list_all_snapshots(client, options.bucket, options.limit)};
   std::ranges::stable_sort(
       result.snapshots, [](const auto& a, const auto& b) { return newer(a.version, b.version); });
   if (options.limit > 0 && static_cast<int>(result.snapshots.size()) > options.limit)

@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 namespace tfork::commands {
 namespace {
 
@@ -21,6 +23,10 @@ struct TeardownOptions {
   std::string prefix;
   bool allow_non_fork = false;
   bool delete_snapshot = false;
+  bool keep_snapshot = false;
+  bool recursive = false;
+  bool all = false;
+  std::string older_than;
 };
 
 // A manifest records where its forks live: teardown goes there, not to wherever the shell's
@@ -55,33 +61,57 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
                     (options.source.empty() ? 0 : 1);
   if (modes != 1)
     usage_error(
-        "say what to tear down: --manifest FILE..., fork names, or --source S --prefix P "
-        "(exactly one of them)");
-  if (!options.prefix.empty() && options.source.empty()) usage_error("--prefix goes with --source");
+        "say what to tear down: --manifest FILE..., fork names, or --source S (--prefix P | "
+        "--all) (exactly one of them)");
+  if ((!options.prefix.empty() || options.all) && options.source.empty())
+    usage_error("--prefix and --all go with --source");
+  if (!options.prefix.empty() && options.all)
+    usage_error("give --prefix P or --all, not both");
+  if (!options.older_than.empty() && !options.all)
+    usage_error("--older-than goes with --source S --all");
+  std::optional<std::chrono::seconds> older_than;
+  if (!options.older_than.empty()) {
+    older_than = workflow::parse_duration(options.older_than);
+    if (!older_than)
+      usage_error(
+          "--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d "
+          "or 2w (got '" +
+          options.older_than + "')");
+  }
   if (options.delete_snapshot && options.manifests.empty())
     usage_error("--delete-snapshot needs --manifest (it names the snapshot)");
+  if (options.delete_snapshot && options.keep_snapshot)
+    usage_error("--delete-snapshot and --keep-snapshot contradict each other");
 
   workflow::TeardownPlan plan;
   if (!options.manifests.empty()) {
     std::vector<workflow::Manifest> manifests;
-    for (const auto& path : options.manifests)
+    std::vector<workflow::ManifestFile> files;
+    for (const auto& path : options.manifests) {
       manifests.push_back(workflow::read_manifest(path));
+      files.push_back({path, manifests.back()});
+    }
     use_manifest_endpoints(manifests, context);
-    plan = workflow::plan_from_manifests(manifests, options.delete_snapshot);
+    plan = workflow::plan_from_manifests(std::move(files), options.delete_snapshot,
+                                         options.keep_snapshot);
   } else if (!options.forks.empty()) {
     plan = workflow::plan_from_names(options.forks);
   } else {
     cli::require_bucket_name(options.source, "source bucket");
-    if (options.prefix.empty())
-      usage_error("--source needs --prefix: say which of its forks to tear down");
+    if (options.prefix.empty() && !options.all)
+      usage_error("--source needs --prefix P or --all: say which of its forks to tear down");
     if (context.options.dry_run) {
       // The forks to delete are only known from a listing, and a dry run sends nothing.
       const tigris::Operation listing = tigris::list_forks(options.source);
       return context.dry_run(std::span(&listing, 1));
     }
-    plan = workflow::plan_from_source(context.client(), options.source, options.prefix);
+    plan = workflow::plan_from_source(
+        context.client(),
+        {options.source, options.prefix, options.all, older_than, options.keep_snapshot},
+        std::chrono::system_clock::now());
   }
   plan.allow_non_fork = options.allow_non_fork;
+  plan.recursive = options.recursive;
   plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
   plan.progress = context.progress_enabled();
 
@@ -109,10 +139,22 @@ void register_teardown(CLI::App& root, cli::Context& context) {
   command->add_option("--source", options->source, "Tear down the forks of this bucket ...");
   command->add_option("--prefix", options->prefix,
                       "... named PREFIX-N, as fork create --prefix PREFIX names them");
+  command->add_flag("--all", options->all, "... all of them (clean-up after crashed jobs)");
+  command
+      ->add_option("--older-than", options->older_than,
+                   "With --all: only forks created more than DURATION ago (90s, 30m, 12h, "
+                   "7d, 2w)")
+      ->type_name("DURATION");
+  command->add_flag("--recursive", options->recursive,
+                    "Also tear down the forks of these forks (found through the fork listing), "
+                    "children first; without it a fork that has forks is left, key included");
   command->add_flag("--allow-non-fork", options->allow_non_fork,
                     "Also delete named buckets that are not forks");
+  command->add_flag("--keep-snapshot", options->keep_snapshot,
+                    "Keep the snapshot the run took (default: deleted with the run's last fork "
+                    "when no other fork uses it)");
   command->add_flag("--delete-snapshot", options->delete_snapshot,
-                    "Also delete the manifests' snapshots, after the forks");
+                    "Also delete a snapshot the run was given (--snapshot), after the forks");
   cli::on_run(*command, context, [options, &context] { return run(*options, context); });
 }
 

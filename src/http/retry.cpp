@@ -25,6 +25,31 @@ bool is_retryable_response(const Response& response) {
   return body.substr(0, 4096).find("<Code>SlowDown</Code>") != std::string_view::npos;
 }
 
+bool is_throttling_response(const Response& response) {
+  if (response.status == 429 || response.status == 503) return true;
+  if (response.status >= 200 && response.status < 300) return false;
+  std::string_view body = response.body;
+  return body.substr(0, 4096).find("<Code>SlowDown</Code>") != std::string_view::npos;
+}
+
+ConcurrencyWindow::ConcurrencyWindow(std::size_t max_parallel)
+    : max_(std::max<std::size_t>(max_parallel, 1)), limit_(max_) {}
+
+void ConcurrencyWindow::answered(bool throttled) {
+  ++answers_;
+  if (throttled) ++throttled_;
+  if (answers_ < limit_) return;
+  // One decision per window of answers: a throttle now and then (a busy shard, a random
+  // fault) costs one retry, not half the throughput; sustained throttling halves the window.
+  if (throttled_ * 3 >= answers_) {
+    limit_ = std::max<std::size_t>(limit_ / 2, 1);
+  } else if (limit_ < max_) {
+    ++limit_;
+  }
+  answers_ = 0;
+  throttled_ = 0;
+}
+
 std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry) {
   using std::chrono::milliseconds;
   const auto base = std::max<milliseconds::rep>(policy.base_delay.count(), 0);

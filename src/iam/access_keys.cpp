@@ -16,6 +16,22 @@ tigris::Operation iam_post(std::string name, std::string_view action, std::strin
   return op;
 }
 
+// A string field of a JSON object; absent, null or any other type reads as "" (a server may
+// send null where a string is expected, tigris-wire §3.3: never a crash).
+std::string text(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return {};
+  const auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A list field of a JSON object; absent, null or not a list reads as empty.
+const nlohmann::json& list(const nlohmann::json& object, const char* name) {
+  static const nlohmann::json k_empty = nlohmann::json::array();
+  if (!object.is_object()) return k_empty;
+  const auto it = object.find(name);
+  return it != object.end() && it->is_array() ? *it : k_empty;
+}
+
 }  // namespace
 
 std::string_view role_name(Role role) {
@@ -45,6 +61,11 @@ std::string form_encode(const std::vector<std::pair<std::string, std::string>>& 
     body += encode(name) + "=" + encode(value);
   }
   return body;
+}
+
+bool is_already_gone(const Error& error) {
+  return error.http_status == 404 || error.code == "NoSuchEntity" ||
+         error.message.find("NoSuchEntity") != std::string::npos;
 }
 
 std::string new_uuid() {
@@ -91,8 +112,7 @@ std::expected<AccessKey, std::string> parse_created_key(const http::Response& re
   if (!doc.is_object() || !doc.contains(pointer))
     return std::unexpected("the CreateAccessKeyWithBucketsRole answer has no AccessKey");
   const auto& key = doc[pointer];
-  AccessKey created{key.value("AccessKeyId", ""), key.value("SecretAccessKey", ""),
-                    key.value("UserName", "")};
+  AccessKey created{text(key, "AccessKeyId"), text(key, "SecretAccessKey"), text(key, "UserName")};
   if (created.id.empty() || created.secret.empty())
     return std::unexpected("the CreateAccessKeyWithBucketsRole answer has no key id or secret");
   return created;
@@ -102,11 +122,17 @@ std::expected<KeyPage, std::string> parse_key_list(const http::Response& respons
   const auto doc = nlohmann::json::parse(response.body, nullptr, false);
   if (!doc.is_object()) return std::unexpected("the key list is not a JSON object");
   KeyPage page;
-  if (doc.value("IsTruncated", false)) page.marker = doc.value("Marker", "");
-  for (const auto& key : doc.value("Keys", nlohmann::json::array())) {
-    KeySummary summary{key.value("access_key_id", ""), key.value("username", ""), {}};
-    for (const auto& role : key.value("buckets_role", nlohmann::json::array()))
-      summary.buckets_role.emplace_back(role.value("bucket", ""), role.value("role", ""));
+  const auto truncated = doc.find("IsTruncated");
+  if (truncated != doc.end() && truncated->is_boolean() && truncated->get<bool>())
+    page.marker = text(doc, "Marker");
+  for (const auto& key : list(doc, "Keys")) {
+    if (!key.is_object()) continue;
+    KeySummary summary{text(key, "access_key_id"), text(key, "username"), {}};
+    if (summary.id.empty()) continue;  // nothing to act on
+    for (const auto& role : list(key, "buckets_role")) {
+      auto bucket = text(role, "bucket");
+      if (!bucket.empty()) summary.buckets_role.emplace_back(std::move(bucket), text(role, "role"));
+    }
     page.keys.push_back(std::move(summary));
   }
   return page;

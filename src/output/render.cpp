@@ -7,7 +7,59 @@
 
 namespace tfork::output {
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned char c) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        return;
+      case '\t':
+        out += "\\t";
+        return;
+      case '\r':
+        out += "\\r";
+        return;
+      default:
+        out += "\\x";
+        out += k_hex[c >> 4];
+        out += k_hex[c & 15];
+    }
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence passes, except the C1 controls U+0080..U+009F.
+    const std::size_t length = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    bool valid = length != 0 && length <= 4 && i + length <= text.size() && c <= 0xf4;
+    for (std::size_t k = 1; valid && k < length; ++k)
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (valid && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) valid = false;
+    if (!valid) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
 Table& Table::row(std::vector<std::string> cells) {
+  for (auto& cell : cells)
+    cell = printable(cell);
   cells.resize(columns_.size());
   rows_.push_back(std::move(cells));
   return *this;

@@ -157,7 +157,12 @@ Response list_snapshots(Context& context, const std::string& bucket) {
     add_text(node, "Name", name);
     add_text(node, "CreationDate", rfc3339_nano(snapshot.created));
   }
-  if (continuation) add_text(root, "ContinuationToken", *continuation);
+  if (continuation) {
+    add_text(root, "ContinuationToken", *continuation);
+  } else if (const auto* sent = context.target.get("continuation-token");
+             sent && !sent->empty() && context.variance.has(Quirk::snapshot_token_echo)) {
+    add_text(root, "ContinuationToken", *sent);  // the last page echoes the token it was sent
+  }
   return xml_response(200, to_string(document));
 }
 
@@ -218,15 +223,18 @@ Response list_buckets(Context& context) {
   if (const auto* bucket = context.header("x-tigris-snapshot")) {
     return list_snapshots(context, std::string(trim(*bucket)));
   }
-  if (const auto* source_header = context.header("x-tigris-fork")) {
+  const auto* source_header = context.header("x-tigris-fork");
+  if (source_header && !context.variance.has(Quirk::fork_listing_ignores_header)) {
     const std::string source(trim(*source_header));
     require(context, source, Access::snapshot);
     auto forks = check(context.store.list_forks(source), source);
+    forks = context.variance.as_seen(std::move(forks), context.now);
+    std::erase_if(forks, [&](const auto& fork) { return fork.fork_source != source; });
     std::optional<std::string> continuation;
     forks = page_by_name(context, std::move(forks), continuation);
     return render_buckets(context, forks, continuation, true);
   }
-  auto buckets = check(context.store.list_buckets());
+  auto buckets = context.variance.as_seen(check(context.store.list_buckets()), context.now);
   // A scoped key sees only the buckets it has a role on (server-design §6.9; inference).
   std::erase_if(buckets,
                 [&](const auto& bucket) { return !has_any_role(context.principal, bucket.name); });
@@ -286,6 +294,12 @@ Response create_bucket(Context& context) {
       fail(std::move(error));
     }
     check_create(context, context.store.create_fork(bucket, source_name, at), bucket);
+    context.variance.bucket_created(bucket, context.now);
+    if (context.variance.answer_fork_conflict(source_name)) {
+      S3Error error = make_error(Err::operation_aborted);
+      error.bucket = bucket;
+      fail(std::move(error));
+    }
     return created(bucket);
   }
   if (source_snapshot) {
@@ -306,13 +320,24 @@ Response create_bucket(Context& context) {
       context,
       context.store.create_bucket(bucket, header_true(context, "x-tigris-enable-snapshot")),
       bucket);
+  context.variance.bucket_created(bucket, context.now);
   return created(bucket);
 }
 
 Response head_bucket(Context& context) {
   const auto& bucket = context.target.bucket;
   require(context, bucket, Access::read);
-  const auto info = check(context.store.head_bucket(bucket), bucket);
+  auto found = context.store.head_bucket(bucket);
+  if (context.variance.hidden(bucket, context.now)) {
+    fail(store_error({store::StoreErrc::no_such_bucket, {}}, bucket));
+  }
+  if (!found && found.error().code == store::StoreErrc::no_such_bucket) {
+    if (auto gone = context.variance.lingering(bucket, context.now)) found = std::move(*gone);
+  }
+  auto info = check(std::move(found), bucket);
+  for (const auto& gone : context.variance.all_lingering(context.now)) {
+    if (gone.fork_source == bucket) info.has_children = true;  // not yet seen to be gone
+  }
   Response response;
   // tigris-wire §2.7: always present; fork headers only on forks; parent flag only when set.
   response.set_header("X-Tigris-Enable-Snapshot", info.snapshot_enabled ? "true" : "false");
@@ -343,7 +368,15 @@ Response delete_bucket(Context& context) {
   const bool force =
       header_true(context, "tigris-force-delete") || header_true(context, "x-tigris-force-delete");
   require(context, bucket, Access::bucket_admin);
-  auto result = context.store.delete_bucket(bucket, force);
+  auto before = context.store.head_bucket(bucket);
+  // With a consistency delay, forks deleted a moment ago still hold their parent.
+  const auto lingering = context.variance.all_lingering(context.now);
+  const bool child_lingers =
+      std::ranges::any_of(lingering, [&](const auto& gone) { return gone.fork_source == bucket; });
+  auto result = child_lingers && before
+                    ? store::Result<void>(std::unexpected(store::StoreError{
+                          store::StoreErrc::bucket_has_forks, "forks are still being deleted"}))
+                    : context.store.delete_bucket(bucket, force);
   if (!result && result.error().code == store::StoreErrc::bucket_has_forks) {
     // Name the forks, so the user knows what to delete first.
     std::string names;
@@ -352,12 +385,14 @@ Response delete_bucket(Context& context) {
         names += (names.empty() ? "" : ", ") + fork.name;
     }
     S3Error error = make_error(
-        Err::bucket_has_forks,
+        context.variance.has(Quirk::parent_delete_400) ? Err::bucket_has_children
+                                                       : Err::bucket_has_forks,
         names.empty() ? std::string{} : "The bucket has forks; delete them first: " + names);
     error.bucket = bucket;
     fail(std::move(error));
   }
   check(std::move(result), bucket);
+  if (before) context.variance.bucket_deleted(std::move(*before), context.now);
   return response;
 }
 

@@ -138,6 +138,19 @@ Response error_response(const S3Error& error, const Request& request, const Targ
   return response;
 }
 
+// `serve --quirks iam-message-errors`: status 400 and only {"Message": "<Code>: <text>"},
+// as some IAM gateways answer, so clients must find the code inside the text.
+Response iam_message_error(const S3Error& error, const Request& request) {
+  Response response;
+  response.status = 400;
+  if (request.method == "HEAD") return response;
+  nlohmann::ordered_json body;
+  body["Message"] = std::string(error.code()) + ": " + std::string(error.text());
+  response.body = body.dump();
+  response.set_header("Content-Type", "application/json");
+  return response;
+}
+
 }  // namespace
 
 // A request target fit for the log: a presigned URL's signature and session token masked.
@@ -282,7 +295,7 @@ std::optional<std::uint64_t> declared_length(const Request& request) {
 }  // namespace
 
 Handler::Handler(store::Store& store, HandlerOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store), options_(std::move(options)), variance_(options_.variance) {}
 
 KeyLookup Handler::key_lookup() {
   // Keys are looked up on every request, so a deleted key fails at once (§6.9).
@@ -299,8 +312,12 @@ KeyLookup Handler::key_lookup() {
 Response Handler::reject(const Request& head, const Admission* admission, const S3Error& error) {
   log_error(head, error);
   const auto request_id = admission ? admission->request_id : new_request_id();
-  auto response = error_response(error, head, admission ? &admission->target : nullptr,
-                                 admission && admission->json, request_id);
+  auto response =
+      admission && variance_.has(Quirk::iam_message_errors) &&
+              is_iam_request(head, admission->target, {})
+          ? iam_message_error(error, head)
+          : error_response(error, head, admission ? &admission->target : nullptr,
+                           admission && admission->json, request_id);
   stamp(response, request_id);
   return response;
 }
@@ -375,20 +392,23 @@ Response Handler::finish(const Request& head, const Admission& admission, Decode
 Response Handler::run(const Request& request, const Admission& admission, DecodedBody body) {
   const auto& target = admission.target;
   bool json = admission.json;
+  bool iam = false;
   Response response;
   try {
     auto checksums = verify_integrity(request, body);
     if (!checksums) fail(std::move(checksums.error()));
-    const bool iam = is_iam_request(request, target, body.data);
+    iam = is_iam_request(request, target, body.data);
     json = json || iam;
     Context context{request,         target,
                     store_,          admission.auth->principal,
                     std::move(body), std::move(*checksums),
-                    admission.now};
+                    admission.now,   variance_};
     response = iam ? iam_dispatch(context) : dispatch_s3(context);
   } catch (const S3Exception& e) {
     log_error(request, e.error());
-    response = error_response(e.error(), request, &target, json, admission.request_id);
+    response = iam && variance_.has(Quirk::iam_message_errors)
+                   ? iam_message_error(e.error(), request)
+                   : error_response(e.error(), request, &target, json, admission.request_id);
   } catch (const std::exception& e) {
     spdlog::error("{} {}: unexpected failure: {}", request.method, loggable_target(request.target),
                   e.what());

@@ -99,7 +99,11 @@ int run_server(const ServeOptions& options,
     spdlog::error("{}", e.what());
     return 1;
   }
-  Handler handler(*store, HandlerOptions{root.access_key, root.secret_key});
+  HandlerOptions handler_options;
+  handler_options.root_access_key = root.access_key;
+  handler_options.root_secret_key = root.secret_key;
+  handler_options.variance = options.variance;
+  Handler handler(*store, std::move(handler_options));
   FaultInjector faults(
       FaultOptions{std::chrono::milliseconds(options.latency_ms), options.fail_rate});
 

@@ -257,6 +257,28 @@ void page_through(Client& client, MakeOperation make_operation, OnPage on_page) 
 
 }  // namespace
 
+std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket, int limit) {
+  std::vector<Snapshot> snapshots;
+  std::string token;
+  for (;;) {
+    const int remaining = limit > 0 ? limit - static_cast<int>(snapshots.size()) : 0;
+    const auto operation = list_snapshots(bucket, token, remaining);
+    const auto response = expect_success(client.send(operation), operation.name);
+    auto page = parse_snapshot_list(response);
+    if (!page)
+      throw TforkError(ErrorKind::other, "InvalidResponse", operation.name + ": " + page.error());
+    const bool empty = page->snapshots.empty();
+    for (auto& snapshot : page->snapshots)
+      snapshots.push_back(std::move(snapshot));
+    // No IsTruncated here (tigris-wire.md §2.4): no token, or a page with nothing on it, ends
+    // the listing; a token equal to the one sent is an echo, not a next page.
+    if (empty || page->continuation_token.empty() || page->continuation_token == token) break;
+    if (limit > 0 && static_cast<int>(snapshots.size()) >= limit) break;
+    token = page->continuation_token;
+  }
+  return snapshots;
+}
+
 std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
   std::vector<FoundFork> forks;
   bool fall_back = false;

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
+#include <cctype>
+#include <memory>
+
 namespace tfork::tigris {
 namespace {
 
@@ -48,20 +51,19 @@ std::string encode_query(const std::vector<std::pair<std::string, std::string>>&
   return out;
 }
 
-}  // namespace
-
-Client::Client(ClientSettings settings, http::Transport& transport, Clock clock)
-    : settings_(std::move(settings)), transport_(transport), clock_(std::move(clock)) {
-  if (!clock_) clock_ = [] { return sigv4::Clock::now(); };
-}
-
-http::Request Client::prepare(const Operation& operation) const {
+// The signed wire request for `operation` at `when`.
+http::Request prepare_at(const ClientSettings& settings, const Operation& operation,
+                         sigv4::Clock::time_point when) {
   const bool iam = operation.api == Api::iam;
-  auto url = split_url(iam ? settings_.iam_endpoint : settings_.endpoint);
+  auto url = split_url(iam ? settings.iam_endpoint : settings.endpoint);
 
   std::string path = url.base_path;
   if (!operation.bucket.empty()) {
-    if (!iam && !settings_.path_style) {
+    // A dotted name as a host label breaks TLS on *.t3.storage.dev (the wildcard covers one
+    // label), so dotted names are always addressed path-style (cli.md §3, issue 7 §5).
+    const bool virtual_hosted =
+        !iam && !settings.path_style && operation.bucket.find('.') == std::string::npos;
+    if (virtual_hosted) {
       url.authority = operation.bucket + "." + url.authority;
     } else {
       path += "/" + sigv4::uri_encode(operation.bucket, false);
@@ -80,9 +82,10 @@ http::Request Client::prepare(const Operation& operation) const {
   to_sign.payload_hash = crypto::sha256_hex(operation.body);
 
   sigv4::SigningParams params;
-  params.region = settings_.region;
+  // Tigris IAM is signed with region auto whatever the S3 region (tigris-wire.md §1.2).
+  params.region = iam ? "auto" : settings.region;
   params.service = "s3";  // Tigris signs IAM with service s3 too (tigris-wire.md §1.2)
-  const auto added = sigv4::sign(to_sign, settings_.credentials, params, clock_());
+  const auto added = sigv4::sign(to_sign, settings.credentials, params, when);
 
   http::Request request;
   request.method = operation.method;
@@ -91,6 +94,23 @@ http::Request Client::prepare(const Operation& operation) const {
   request.headers.insert(request.headers.end(), added.begin(), added.end());
   request.headers.emplace_back("user-agent", std::string("tfork/") + k_version);
   request.body = operation.body;
+  return request;
+}
+
+}  // namespace
+
+Client::Client(ClientSettings settings, http::Transport& transport, Clock clock)
+    : settings_(std::move(settings)), transport_(transport), clock_(std::move(clock)) {
+  if (!clock_) clock_ = [] { return sigv4::Clock::now(); };
+}
+
+http::Request Client::prepare(const Operation& operation) const {
+  auto request = prepare_at(settings_, operation, clock_());
+  // A retry is signed again when it goes out (issue 7 §5).
+  request.resign = [settings = settings_, clock = clock_,
+                    operation = std::make_shared<const Operation>(operation)] {
+    return prepare_at(settings, *operation, clock());
+  };
   return request;
 }
 
@@ -137,8 +157,23 @@ Error error_from_response(const http::Response& response, std::string_view opera
       error.message = text("Message", "message");
       if (error.request_id.empty()) error.request_id = text("RequestId", "request_id");
     }
-  } else if (body.find("NoSuchEntity") != std::string::npos) {
-    error.code = "NoSuchEntity";  // Tigris IAM answers a missing key this way (tigris-wire §1.5)
+  }
+  // Some gateways answer only {"Message": "<Code>: <text>"}: the code is the message's head.
+  if (error.code.empty()) {
+    const auto colon = error.message.find(": ");
+    const std::string_view head = std::string_view(error.message).substr(0, colon);
+    if (colon != std::string::npos && colon > 0 && colon <= 64 &&
+        std::isupper(static_cast<unsigned char>(head.front())) &&
+        std::ranges::all_of(head,
+                            [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      error.code = std::string(head);
+      error.message = error.message.substr(colon + 2);
+    }
+  }
+  // Tigris IAM says a key is gone with a 404 or with NoSuchEntity anywhere in the body, XML,
+  // JSON or text (tigris-wire §1.5).
+  if (error.code.empty() && body.find("NoSuchEntity") != std::string::npos) {
+    error.code = "NoSuchEntity";
   }
 
   if (error.code.empty()) {

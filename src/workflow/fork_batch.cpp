@@ -10,6 +10,7 @@
 #include <chrono>
 #include <set>
 #include <sys/stat.h>
+#include <thread>
 
 namespace tfork::workflow {
 namespace {
@@ -21,6 +22,10 @@ constexpr int k_max_forks = 1000;
 constexpr auto k_rewrite_interval = std::chrono::milliseconds(200);
 constexpr auto k_key_rewrite_interval = std::chrono::milliseconds(50);
 constexpr std::string_view k_version_placeholder = "<version from CreateBucketSnapshot>";
+// A 409'd create that HeadBucket does not show yet is asked about again this many times, this
+// far apart, before it counts as a conflict.
+constexpr int k_invisible_rounds = 20;
+constexpr auto k_invisible_wait = std::chrono::milliseconds(250);
 
 bool is_cancelled(const http::Result& result) {
   return !result && result.error().kind == http::TransportError::Kind::cancelled;
@@ -28,6 +33,11 @@ bool is_cancelled(const http::Result& result) {
 
 bool is_gone(const Error& error) {
   return error.http_status == 404 || error.code == "NoSuchEntity" || error.code == "NoSuchBucket";
+}
+
+// The 409 codes that say the name belongs to a bucket that was there before our create.
+bool names_taken(std::string_view code) {
+  return code == "BucketAlreadyExists" || code == "BucketAlreadyOwnedByYou";
 }
 
 Error interrupted_error() {
@@ -57,6 +67,19 @@ class ForkRun {
       fork.role = plan_.role;
       m.forks.push_back(std::move(fork));
     }
+    if (plan_.adopted) {
+      // The adopted run's snapshot stays what it was; its other forks stay on record.
+      m.snapshot_taken = plan_.adopted->snapshot_taken && m.snapshot == plan_.adopted->snapshot;
+      m.snapshot_name = plan_.adopted->snapshot_name;
+      for (const auto& fork : plan_.adopted->forks) {
+        if (std::ranges::find(plan_.names, fork.bucket) == plan_.names.end())
+          m.forks.push_back(fork);
+      }
+    }
+    own_forks_ = plan_.names.size();
+    // cli.md §4.8: --snapshot NAME|VERSION is settled before anything is written or made.
+    if (!resolve_snapshot()) return std::move(outcome_);
+    if (m.snapshot.empty()) m.snapshot_name = plan_.snapshot_name.value_or("");
     // Written before anything is sent: a manifest path that cannot be written fails the run
     // while nothing exists yet, and a kill at any later point leaves a superset on disk.
     save(false);
@@ -79,6 +102,70 @@ class ForkRun {
   }
 
  private:
+  // --snapshot NAME → its newest version; --snapshot VERSION → must be listed (unless
+  // --any-version). False (the outcome says why, exit 3) when it cannot be resolved.
+  bool resolve_snapshot() {
+    if (plan_.snapshot_lookup.empty() && (plan_.snapshot.empty() || plan_.any_version)) return true;
+    if (plan_.adopted && plan_.snapshot_lookup.empty() && plan_.snapshot == plan_.adopted->snapshot)
+      return true;  // the adopted run's own snapshot
+    std::vector<tigris::Snapshot> snapshots;
+    try {
+      snapshots = tigris::list_all_snapshots(client_, plan_.source);
+    } catch (const TforkError& e) {
+      return fail_before_start(e.error());
+    }
+    if (!plan_.snapshot_lookup.empty()) {
+      std::vector<const tigris::Snapshot*> named;
+      for (const auto& snapshot : snapshots)
+        if (snapshot.name == plan_.snapshot_lookup) named.push_back(&snapshot);
+      if (named.empty()) {
+        return fail_before_start(
+            Error{ErrorKind::not_found,
+                  "NoSuchSnapshot",
+                  fmt::format("{} has no snapshot named '{}' (tfork snapshot ls {} lists them)",
+                              plan_.source, output::printable(plan_.snapshot_lookup), plan_.source),
+                  0,
+                  {}});
+      }
+      const auto newest = std::ranges::max_element(named, [](const auto* a, const auto* b) {
+        return a->version.size() != b->version.size() ? a->version.size() < b->version.size()
+                                                      : a->version < b->version;
+      });
+      outcome_.manifest.snapshot = (*newest)->version;
+      if (named.size() > 1) {
+        spdlog::warn("{} snapshots of {} are named '{}'; using the newest, {}", named.size(),
+                     plan_.source, output::printable(plan_.snapshot_lookup),
+                     outcome_.manifest.snapshot);
+      } else {
+        spdlog::info("snapshot '{}' of {} is version {}", output::printable(plan_.snapshot_lookup),
+                     plan_.source, outcome_.manifest.snapshot);
+      }
+      return true;
+    }
+    if (std::ranges::any_of(snapshots, [&](const auto& s) { return s.version == plan_.snapshot; }))
+      return true;
+    return fail_before_start(
+        Error{ErrorKind::not_found,
+              "NoSuchSnapshot",
+              fmt::format("snapshot {} is not listed for {} (tfork snapshot ls {} lists them; "
+                          "--any-version forks any point in time)",
+                          plan_.snapshot, plan_.source, plan_.source),
+              0,
+              {}});
+  }
+
+  // Nothing was sent that makes anything: every fork is `failed`, and no manifest is written
+  // (there is nothing to tear down).
+  bool fail_before_start(Error error) {
+    for (std::size_t i = 0; i < own_forks_; ++i) {
+      outcome_.manifest.forks[i].status = ForkStatus::failed;
+      outcome_.manifest.forks[i].error = error;
+    }
+    outcome_.exit_code = exit_code(error.kind);
+    outcome_.error = std::move(error);
+    return false;
+  }
+
   bool take_snapshot() {
     const auto result = client_.send(tigris::take_snapshot(plan_.source, plan_.snapshot_name));
     auto error = tigris::error_from_result(result, "CreateBucketSnapshot");
@@ -105,22 +192,24 @@ class ForkRun {
       return false;
     }
     outcome_.manifest.snapshot = *version;
+    outcome_.manifest.snapshot_taken = true;
+    save(false);  // the version, before any fork depends on it
     return true;
   }
 
   void create_forks() {
     auto& forks = outcome_.manifest.forks;
     std::vector<tigris::Operation> operations;
-    operations.reserve(forks.size());
-    for (const auto& fork : forks)
+    operations.reserve(own_forks_);
+    for (std::size_t i = 0; i < own_forks_; ++i)
       operations.push_back(
-          tigris::create_fork(fork.bucket, plan_.source, outcome_.manifest.snapshot));
+          tigris::create_fork(forks[i].bucket, plan_.source, outcome_.manifest.snapshot));
 
-    output::Progress progress("forks", forks.size(), plan_.progress);
+    output::Progress progress("forks", own_forks_, plan_.progress);
     std::vector<std::size_t> conflicts;
     std::vector<Error> conflict_errors;
     std::vector<int> conflict_attempts;
-    std::vector<bool> seen(forks.size(), false);
+    std::vector<bool> seen(own_forks_, false);
     auto on_done = [&](std::size_t i, const http::Result& result) {
       seen[i] = true;
       auto& fork = forks[i];
@@ -128,8 +217,10 @@ class ForkRun {
       auto error = tigris::error_from_result(result, "CreateBucketFork");
       if (!error) {
         fork.status = ForkStatus::created;
-      } else if (result && result->status == 409 && (plan_.exist_ok || result->attempts > 1)) {
-        // cli.md §4.7 and §7: decided after a HeadBucket of just these.
+      } else if (result && result->status == 409 &&
+                 (plan_.exist_ok || result->attempts > 1 || !names_taken(error->code))) {
+        // cli.md §4.7 and §7, issue 7 §5: decided after a HeadBucket of just these (a gateway
+        // may answer 409 to a create of ours that went through).
         conflicts.push_back(i);
         conflict_errors.push_back(*error);
         conflict_attempts.push_back(result->attempts);
@@ -154,36 +245,71 @@ class ForkRun {
   void resolve_conflicts(const std::vector<std::size_t>& indices, std::vector<Error>& errors,
                          const std::vector<int>& attempts) {
     auto& forks = outcome_.manifest.forks;
-    std::vector<tigris::Operation> heads;
-    for (auto i : indices)
-      heads.push_back(tigris::head_bucket(forks[i].bucket));
-    const auto results = client_.send_all(heads, plan_.concurrency);
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      auto& fork = forks[indices[k]];
-      if (is_cancelled(results[k])) continue;
-      if (results[k] && results[k]->status / 100 == 2) {
-        const auto head = tigris::parse_head_bucket(*results[k]);
-        if (head.fork_source == plan_.source) {
-          if (attempts[k] > 1 && head.fork_source_snapshot == outcome_.manifest.snapshot) {
-            // Our own create got through before a retry (cli.md §7).
-            fork.status = ForkStatus::created;
-            continue;
+    const auto& snapshot = outcome_.manifest.snapshot;
+    std::vector<std::size_t> open(indices.size());
+    for (std::size_t k = 0; k < open.size(); ++k)
+      open[k] = k;
+    // A 409 that is not "the name is taken" (OperationAborted and the like), or one after a
+    // retry, may be our own create: the fork may not be visible yet, so a 404 is asked again
+    // for a while (a consistency delay, tigris-wire §2.6) before it counts as a conflict.
+    auto maybe_ours = [&](std::size_t k) {
+      const auto& code = errors[k].code;
+      return attempts[k] > 1 || !names_taken(code);
+    };
+    for (int round = 0; !open.empty() && !interrupted_.load(); ++round) {
+      std::vector<tigris::Operation> heads;
+      for (auto k : open)
+        heads.push_back(tigris::head_bucket(forks[indices[k]].bucket));
+      const auto results = client_.send_all(heads, plan_.concurrency);
+      std::vector<std::size_t> unseen;
+      for (std::size_t j = 0; j < open.size(); ++j) {
+        const auto k = open[j];
+        auto& fork = forks[indices[k]];
+        if (is_cancelled(results[j])) continue;  // stays pending
+        if (!results[j] || results[j]->status / 100 != 2) {
+          if (results[j] && results[j]->status == 404 && maybe_ours(k) &&
+              round < k_invisible_rounds) {
+            unseen.push_back(k);
+          } else {
+            fail(fork, std::move(errors[k]));
           }
-          if (plan_.exist_ok) {
-            fork.status = ForkStatus::exists;
-            continue;
-          }
+          continue;
+        }
+        const auto head = tigris::parse_head_bucket(*results[j]);
+        const bool same_source = head.fork_source == plan_.source;
+        const bool same_snapshot = same_source && head.fork_source_snapshot == snapshot;
+        if (same_snapshot && maybe_ours(k)) {
+          fork.status = ForkStatus::created;
+        } else if (same_snapshot && plan_.exist_ok) {
+          fork.status = ForkStatus::exists;
+        } else if (same_source && plan_.exist_ok) {
+          // cli.md §4.7: another snapshot's fork would show the agent other data.
+          fail(fork, Error{ErrorKind::conflict, "ForkSnapshotMismatch",
+                           fmt::format("exists as a fork of {} from snapshot {}, but this run "
+                                       "forks snapshot {}; not adopted",
+                                       plan_.source, head.fork_source_snapshot.value_or("(none)"),
+                                       snapshot),
+                           409, errors[k].request_id});
+        } else {
+          fail(fork, std::move(errors[k]));
         }
       }
-      fail(fork, std::move(errors[k]));
+      open = std::move(unseen);
+      if (!open.empty()) sleep_unless_interrupted(k_invisible_wait);
     }
+  }
+
+  void sleep_unless_interrupted(std::chrono::milliseconds total) {
+    const auto until = std::chrono::steady_clock::now() + total;
+    while (!interrupted_.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
   void create_keys() {
     auto& forks = outcome_.manifest.forks;
     std::vector<std::size_t> indices;
     std::vector<tigris::Operation> operations;
-    for (std::size_t i = 0; i < forks.size(); ++i) {
+    for (std::size_t i = 0; i < own_forks_; ++i) {
       const auto status = forks[i].status;
       if (status != ForkStatus::created && status != ForkStatus::exists) continue;
       indices.push_back(i);
@@ -233,7 +359,7 @@ class ForkRun {
     // Keys first (cli.md §4.5): every key in the manifest was minted by this run.
     std::vector<std::size_t> key_indices;
     std::vector<tigris::Operation> key_deletes;
-    for (std::size_t i = 0; i < forks.size(); ++i) {
+    for (std::size_t i = 0; i < own_forks_; ++i) {
       if (forks[i].access_key_id.empty()) continue;
       key_indices.push_back(i);
       key_deletes.push_back(iam::delete_access_key(forks[i].access_key_id));
@@ -258,7 +384,7 @@ class ForkRun {
     // A failed create that got no definite answer may have gone through: delete it only when
     // HeadBucket shows it is a fork of our source at our snapshot.
     std::vector<std::size_t> uncertain;
-    for (std::size_t i = 0; i < forks.size(); ++i)
+    for (std::size_t i = 0; i < own_forks_; ++i)
       if (forks[i].status == ForkStatus::failed && forks[i].may_exist()) uncertain.push_back(i);
     std::set<std::size_t> ours;
     if (!uncertain.empty() && !interrupted_.load()) {
@@ -278,7 +404,7 @@ class ForkRun {
     // Then the forks this run created; adopted ones (`exists`) were not ours to delete.
     std::vector<std::size_t> fork_indices;
     std::vector<tigris::Operation> fork_deletes;
-    for (std::size_t i = 0; i < forks.size(); ++i) {
+    for (std::size_t i = 0; i < own_forks_; ++i) {
       if (forks[i].status != ForkStatus::created && !ours.contains(i)) continue;
       fork_indices.push_back(i);
       fork_deletes.push_back(tigris::delete_bucket(forks[i].bucket, true));
@@ -346,8 +472,10 @@ class ForkRun {
 
   std::vector<ItemOutcome> items() const {
     std::vector<ItemOutcome> out;
-    for (const auto& fork : outcome_.manifest.forks)
+    for (std::size_t i = 0; i < own_forks_; ++i) {
+      const auto& fork = outcome_.manifest.forks[i];
       out.push_back(fork.error ? ItemOutcome{false, fork.error->kind} : ItemOutcome{true, {}});
+    }
     return out;
   }
 
@@ -378,11 +506,42 @@ class ForkRun {
   ForkCreateOutcome outcome_;
   std::optional<Error> first_error_;
   bool took_snapshot_ = false;  // this run took the snapshot (no --snapshot): rollback removes it
+  std::size_t own_forks_ = 0;   // the first entries of the manifest are this run's forks
   std::chrono::steady_clock::time_point last_write_{};
 };
 
 [[noreturn]] void usage(const std::string& message) {
   throw TforkError(ErrorKind::usage, "UsageError", message);
+}
+
+[[noreturn]] void conflict(const std::string& message) {
+  throw TforkError(ErrorKind::conflict, "ManifestExists", message);
+}
+
+// An existing manifest may be the only record of forks and keys still alive (cli.md §4.4).
+void adopt_manifest(ForkCreatePlan& plan, const std::filesystem::path& path, bool exist_ok) {
+  Manifest existing;
+  try {
+    existing = read_manifest(path);
+  } catch (const TforkError& e) {
+    conflict(fmt::format("{} exists and is not a tfork manifest ({}); refusing to overwrite it",
+                         path.string(), e.error().message));
+  }
+  if (!records_live_resources(existing)) return;  // nothing of it may exist: replace it
+  if (!exist_ok)
+    conflict(fmt::format(
+        "manifest {} records forks or keys of another run; tear them down first (tfork "
+        "teardown --manifest {}), choose another --manifest, or pass --exist-ok to adopt it",
+        path.string(), path.string()));
+  if (existing.source != plan.source)
+    conflict(fmt::format("manifest {} belongs to a run on source {}, not {}", path.string(),
+                         existing.source, plan.source));
+  // Continuing that run: its snapshot, unless this run names one.
+  if (plan.snapshot.empty() && plan.snapshot_lookup.empty() && !existing.snapshot.empty()) {
+    plan.snapshot = existing.snapshot;
+    plan.snapshot_name.reset();
+  }
+  plan.adopted = std::move(existing);
 }
 
 }  // namespace
@@ -419,15 +578,20 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
   }
 
   if (!request.snapshot.empty()) {
-    if (!tigris::is_snapshot_version(request.snapshot))
-      usage(
-          fmt::format("invalid --snapshot '{}': a snapshot version is a decimal nanosecond "
-                      "timestamp such as 1751631910196672425",
-                      request.snapshot));
     if (request.snapshot_name)
       usage("--snapshot-name names the snapshot fork create takes; it cannot rename --snapshot");
-    plan.snapshot = request.snapshot;
+    // cli.md §4.8: a decimal ns timestamp is a version; anything else names a snapshot.
+    if (tigris::is_snapshot_version(request.snapshot)) {
+      plan.snapshot = request.snapshot;
+    } else {
+      if (request.any_version)
+        usage(fmt::format("--any-version needs a snapshot version, not the name '{}'",
+                          output::printable(request.snapshot)));
+      plan.snapshot_lookup = request.snapshot;
+    }
+    plan.any_version = request.any_version;
   } else {
+    if (request.any_version) usage("--any-version goes with --snapshot VERSION");
     plan.snapshot_name = request.snapshot_name.value_or("tfork " + prefix);
     if (auto problem = tigris::snapshot_name_problem(*plan.snapshot_name))
       usage(fmt::format("invalid --snapshot-name '{}': {}", *plan.snapshot_name, *problem));
@@ -447,18 +611,20 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
   plan.keep_partial = request.keep_partial;
   plan.exist_ok = request.exist_ok;
 
-  if (request.manifest_path) {
-    // An earlier run's manifest may be the only record of forks and keys still alive.
+  // cli.md §4.4: a run that mints keys always writes a manifest, or the secrets are lost.
+  auto manifest_path = request.manifest_path;
+  if (!manifest_path && plan.role) {
+    manifest_path = std::filesystem::path(".") / (prefix + ".manifest.json");
+    plan.manifest_defaulted = true;
+  }
+  if (manifest_path) {
     struct stat info {};
-    if (::stat(request.manifest_path->c_str(), &info) == 0 && info.st_size > 0 &&
-        !request.overwrite_manifest)
-      usage(
-          fmt::format("manifest {} already exists and may record forks that still need "
-                      "teardown; remove it or pass --yes to overwrite it",
-                      request.manifest_path->string()));
-    if (::stat(request.manifest_path->c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-      usage(fmt::format("manifest {} is a directory", request.manifest_path->string()));
-    plan.manifest_path = request.manifest_path;
+    if (::lstat(manifest_path->c_str(), &info) == 0) {
+      if (S_ISDIR(info.st_mode))
+        usage(fmt::format("manifest {} is a directory", manifest_path->string()));
+      if (info.st_size > 0) adopt_manifest(plan, *manifest_path, request.exist_ok);
+    }
+    plan.manifest_path = manifest_path;
   }
   return plan;
 }
@@ -466,7 +632,10 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
 std::vector<tigris::Operation> fork_create_operations(const ForkCreatePlan& plan) {
   std::vector<tigris::Operation> operations;
   std::string version = plan.snapshot;
-  if (version.empty()) {
+  if (!plan.snapshot_lookup.empty()) {
+    operations.push_back(tigris::list_snapshots(plan.source, "", 0));
+    version = fmt::format("<newest version named {}>", output::printable(plan.snapshot_lookup));
+  } else if (version.empty()) {
     operations.push_back(tigris::take_snapshot(plan.source, plan.snapshot_name));
     version = k_version_placeholder;
   }

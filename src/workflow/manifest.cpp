@@ -1,5 +1,7 @@
 #include "tfork/workflow/manifest.hpp"
 
+#include "tfork/crypto/hash.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,13 +67,15 @@ std::string_view status_name(ForkStatus status) {
       return "failed";
     case ForkStatus::rolled_back:
       return "rolled-back";
+    case ForkStatus::deleted:
+      return "deleted";
   }
   return "pending";
 }
 
 std::optional<ForkStatus> parse_fork_status(std::string_view text) {
   for (auto status : {ForkStatus::pending, ForkStatus::created, ForkStatus::exists,
-                      ForkStatus::failed, ForkStatus::rolled_back})
+                      ForkStatus::failed, ForkStatus::rolled_back, ForkStatus::deleted})
     if (status_name(status) == text) return status;
   return std::nullopt;
 }
@@ -83,6 +87,7 @@ bool ManifestFork::may_exist() const {
     case ForkStatus::exists:
       return true;
     case ForkStatus::rolled_back:
+    case ForkStatus::deleted:
       return false;
     case ForkStatus::failed:
       // A definite 4xx answer means the service did not create it (409: the name belongs to
@@ -91,6 +96,13 @@ bool ManifestFork::may_exist() const {
       return !error || error->http_status == 0 || error->http_status >= 500;
   }
   return true;
+}
+
+bool records_live_resources(const Manifest& manifest) {
+  return std::ranges::any_of(manifest.forks, [](const ManifestFork& fork) {
+    return fork.may_exist() || (!fork.access_key_id.empty() && !fork.key_revoked) ||
+           fork.key_may_be_unrecorded();
+  });
 }
 
 std::string key_name_for(std::string_view bucket) {
@@ -115,12 +127,13 @@ Error item_error_from_json(const output::Json& json) {
 output::Json to_json(const Manifest& manifest) {
   output::Json forks = output::Json::array();
   for (const auto& fork : manifest.forks) {
-    auto item = output::item_json(
-        output::Json{{"bucket", fork.bucket}}, item_status(fork),
-        output::Json{
-            {"access_key_id", output::json_or_null(fork.access_key_id)},
-            {"secret_access_key", output::json_or_null(fork.secret_access_key)},
-            {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}});
+    auto details = output::Json{
+        {"access_key_id", output::json_or_null(fork.access_key_id)},
+        {"secret_access_key", output::json_or_null(fork.secret_access_key)},
+        {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}};
+    if (fork.key_revoked) details["key_status"] = "revoked";
+    auto item =
+        output::item_json(output::Json{{"bucket", fork.bucket}}, item_status(fork), details);
     if (fork.agent) {
       item["agent"] = output::Json{
           {"exit_code",
@@ -134,7 +147,9 @@ output::Json to_json(const Manifest& manifest) {
                       {"snapshot", output::json_or_null(manifest.snapshot)},
                       {"endpoint", manifest.endpoint},
                       {"iam_endpoint", manifest.iam_endpoint},
-                      {"forks", std::move(forks)}};
+                      {"forks", std::move(forks)},
+                      {"snapshot_taken", manifest.snapshot_taken},
+                      {"snapshot_name", output::json_or_null(manifest.snapshot_name)}};
 }
 
 Manifest manifest_from_json(const output::Json& json) {
@@ -144,6 +159,9 @@ Manifest manifest_from_json(const output::Json& json) {
   manifest.snapshot = string_field(json, "snapshot", false);
   manifest.endpoint = string_field(json, "endpoint", false);
   manifest.iam_endpoint = string_field(json, "iam_endpoint", false);
+  if (json.contains("snapshot_taken") && json["snapshot_taken"].is_boolean())
+    manifest.snapshot_taken = json["snapshot_taken"].get<bool>();
+  manifest.snapshot_name = string_field(json, "snapshot_name", false);
   if (!json.contains("forks") || !json["forks"].is_array()) not_a_manifest("\"forks\" is missing");
   for (const auto& item : json["forks"]) {
     if (!item.is_object()) not_a_manifest("an entry of \"forks\" is not an object");
@@ -158,6 +176,7 @@ Manifest manifest_from_json(const output::Json& json) {
     if (role == "Editor") fork.role = iam::Role::editor;
     if (role == "ReadOnly") fork.role = iam::Role::read_only;
     if (!role.empty() && !fork.role) not_a_manifest("fork " + fork.bucket + " has unknown role");
+    fork.key_revoked = string_field(item, "key_status", false) == "revoked";
     if (item.contains("error") && item["error"].is_object())
       fork.error = item_error_from_json(item["error"]);
     if (item.contains("agent") && item["agent"].is_object()) {
@@ -198,11 +217,17 @@ void write_manifest(const std::filesystem::path& path, const Manifest& manifest,
   const auto text = to_json(manifest).dump(2) + "\n";
   const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // The temporary file lives next to the target so that rename is atomic (same filesystem).
-  const auto temp =
-      directory / fmt::format(".{}.tmp-{}", path.filename().string(), static_cast<long>(getpid()));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A fresh file with an unpredictable name (cli.md §4.4): O_EXCL fails rather than reuse a
+  // file or follow a symlink someone planted there, so the secrets go into our own new file.
+  std::filesystem::path temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
+    temp = directory / fmt::format(".{}.tmp-{}", path.filename().string(), crypto::random_hex(12));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) io_error(path, "create a temporary file for the");
-  // O_CREAT's mode does not apply to a file left behind by an earlier run with this pid.
+  // The umask may have taken bits away, never added any; 0600 whatever it is.
   if (::fchmod(fd, 0600) != 0 || !write_all_and_close(fd, text, durable)) {
     const int saved = errno;
     ::unlink(temp.c_str());

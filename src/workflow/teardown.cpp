@@ -6,9 +6,13 @@
 #include "tfork/workflow/outcome.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <ctime>
 #include <map>
 #include <set>
 #include <thread>
@@ -26,11 +30,10 @@ bool is_run_fork(std::string_view bucket, std::string_view prefix) {
          std::ranges::all_of(rest.substr(1), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Parents are deleted after their children; on Tigris a parent may still see a just-deleted
-// child for a moment (eventual consistency, tigris-wire.md §7.3), so a 409 on a later wave is
-// retried a few times before it counts.
-constexpr int k_parent_conflict_retries = 3;
-constexpr auto k_parent_conflict_delay = std::chrono::milliseconds(500);
+// The first wait before a refused parent delete is sent again; it doubles up to the cap,
+// within TeardownPlan::parent_retry_budget.
+constexpr auto k_parent_retry_first = std::chrono::milliseconds(200);
+constexpr auto k_parent_retry_cap = std::chrono::milliseconds(3000);
 
 std::string_view bucket_outcome_name(BucketOutcome outcome) {
   switch (outcome) {
@@ -38,6 +41,8 @@ std::string_view bucket_outcome_name(BucketOutcome outcome) {
       return "deleted";
     case BucketOutcome::already_gone:
       return "already-gone";
+    case BucketOutcome::not_found:
+      return "not-found";
     case BucketOutcome::failed:
       return "failed";
     case BucketOutcome::skipped:
@@ -56,6 +61,8 @@ std::string_view key_outcome_name(KeyOutcome outcome) {
       return "none";
     case KeyOutcome::failed:
       return "failed";
+    case KeyOutcome::kept:
+      return "kept";
   }
   return "failed";
 }
@@ -65,12 +72,29 @@ output::ItemStatus item_status(const Item& item) {
   return {std::string(bucket_outcome_name(item.status)), item.error};
 }
 
-bool is_gone(const Error& error) {
-  return error.http_status == 404 || error.code == "NoSuchEntity" || error.code == "NoSuchBucket";
+bool is_gone_status(BucketOutcome status) {
+  return status == BucketOutcome::deleted || status == BucketOutcome::already_gone ||
+         status == BucketOutcome::not_found;
 }
 
 bool is_cancelled(const http::Result& result) {
   return !result && result.error().kind == http::TransportError::Kind::cancelled;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A parent delete refused because its forks are still there or still disappearing: 409
+// whatever the code, or 400/403 with a fork-related code (gateways differ, issue 7 §4).
+bool is_fork_refusal(const Error& error) {
+  if (error.http_status == 409) return true;
+  if (error.http_status != 400 && error.http_status != 403) return false;
+  const auto code = lower(error.code);
+  return code.find("fork") != std::string::npos || code.find("child") != std::string::npos;
 }
 
 Error interrupted_error() {
@@ -87,224 +111,333 @@ Error interrupted_error() {
 
 // Combines the outcome of one more key delete into the item's key status.
 KeyOutcome merge_key(KeyOutcome current, KeyOutcome next) {
-  if (current == KeyOutcome::failed || next == KeyOutcome::failed) return KeyOutcome::failed;
-  if (current == KeyOutcome::deleted || next == KeyOutcome::deleted) return KeyOutcome::deleted;
-  if (current == KeyOutcome::already_gone || next == KeyOutcome::already_gone)
-    return KeyOutcome::already_gone;
+  for (auto outcome :
+       {KeyOutcome::failed, KeyOutcome::kept, KeyOutcome::deleted, KeyOutcome::already_gone})
+    if (current == outcome || next == outcome) return outcome;
   return KeyOutcome::none;
+}
+
+// Unix seconds of an RFC 3339 UTC timestamp ("2026-11-29T11:54:28.1Z"); nullopt if unreadable.
+std::optional<std::int64_t> unix_seconds(std::string_view text) {
+  std::tm tm{};
+  int fields[6] = {};
+  const int widths[6] = {4, 2, 2, 2, 2, 2};
+  const char separators[6] = {'-', '-', 'T', ':', ':', '\0'};
+  std::size_t at = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (at + static_cast<std::size_t>(widths[i]) > text.size()) return std::nullopt;
+    const auto part = text.substr(at, static_cast<std::size_t>(widths[i]));
+    if (std::from_chars(part.data(), part.data() + part.size(), fields[i]).ptr !=
+        part.data() + part.size())
+      return std::nullopt;
+    at += static_cast<std::size_t>(widths[i]);
+    if (separators[i] != '\0') {
+      if (at >= text.size() || (text[at] != separators[i] && !(i == 2 && text[at] == ' ')))
+        return std::nullopt;
+      ++at;
+    }
+  }
+  tm.tm_year = fields[0] - 1900;
+  tm.tm_mon = fields[1] - 1;
+  tm.tm_mday = fields[2];
+  tm.tm_hour = fields[3];
+  tm.tm_min = fields[4];
+  tm.tm_sec = fields[5];
+  return static_cast<std::int64_t>(timegm(&tm));
 }
 
 class TeardownRun {
  public:
   TeardownRun(tigris::Client& client, const TeardownPlan& plan,
               const std::atomic<bool>& interrupted)
-      : client_(client), plan_(plan), interrupted_(interrupted) {}
+      : client_(client), plan_(plan), interrupted_(interrupted), manifests_(plan.manifests) {}
 
   TeardownResult run() {
-    const auto& targets = plan_.targets;
-    result_.forks.reserve(targets.size());
-    for (const auto& target : targets) {
-      TeardownItem item;
-      item.bucket = target.bucket;
-      result_.forks.push_back(std::move(item));
-      key_ids_.push_back(target.key_ids);
+    for (const auto& target : plan_.targets)
+      add_target(target);
+    head_targets(true);
+    while (!interrupted_.load() && expand_parents()) {
+      head_targets(false);
     }
-    found_key_ids_.resize(targets.size());
-    key_lookup_failed_.resize(targets.size(), false);
-    if (std::ranges::any_of(targets, [](const auto& t) { return t.find_key; })) find_keys();
-    if (!interrupted_.load()) head_and_revoke();
-    if (!interrupted_.load()) revoke_found_keys();
+    if (!interrupted_.load()) list_remaining_keys();
+    if (!interrupted_.load()) revoke_keys();
     if (!interrupted_.load()) delete_buckets();
     if (!interrupted_.load()) delete_snapshots();
+    save_manifests();
     return finish();
   }
 
  private:
-  // Keys a stopped `fork create` may have minted without recording them: named
-  // `<bucket>-key` with a role on that bucket (the IAM listing is paged by a marker).
-  void find_keys() {
-    std::map<std::string, std::size_t> wanted;
-    for (std::size_t i = 0; i < plan_.targets.size(); ++i)
-      if (plan_.targets[i].find_key) wanted.emplace(key_name_for(plan_.targets[i].bucket), i);
-    std::string marker;
-    do {
-      const auto result = client_.send(iam::list_access_keys(marker));
-      auto error = tigris::error_from_result(result, "ListAccessKeys");
-      std::expected<iam::KeyPage, std::string> page = std::unexpected(std::string());
-      if (!error) {
-        page = iam::parse_key_list(*result);
-        if (!page) error = Error{ErrorKind::other, "InvalidResponse", page.error(), 0, {}};
-      }
-      if (error) {
-        // Without the listing a key may be left behind: say so on each fork concerned.
-        // The bucket is kept too: once it is gone, a re-run could no longer tell its key.
-        error->message = "could not look for unrecorded keys: " + error->message;
-        for (const auto& [name, i] : wanted) {
-          result_.forks[i].key = KeyOutcome::failed;
-          result_.forks[i].error = *error;
-          key_lookup_failed_[i] = true;
-        }
-        return;
-      }
-      for (const auto& key : page->keys) {
-        const auto found = wanted.find(key.name);
-        if (found == wanted.end()) continue;
-        // Only a key shaped like the ones fork create mints: one role, on this bucket.
-        const auto& bucket = plan_.targets[found->second].bucket;
-        const bool scoped = key.buckets_role.size() == 1 && key.buckets_role[0].first == bucket;
-        auto& ids = found_key_ids_[found->second];
-        if (scoped && std::ranges::find(ids, key.id) == ids.end() &&
-            std::ranges::find(key_ids_[found->second], key.id) == key_ids_[found->second].end())
-          ids.push_back(key.id);
-      }
-      marker = page->marker;
-    } while (!marker.empty() && !interrupted_.load());
+  struct State {
+    TeardownTarget target;
+    bool headed = false;
+    bool visible = false;  // HeadBucket answered 2xx
+    std::optional<tigris::BucketHead> head;
+    bool parent_checked = false;
+    bool deletable = false;
+  };
+
+  void add_target(TeardownTarget target) {
+    index_.emplace(target.bucket, states_.size());
+    TeardownItem item;
+    item.bucket = target.bucket;
+    result_.forks.push_back(std::move(item));
+    State state;
+    state.target = std::move(target);
+    states_.push_back(std::move(state));
   }
 
-  // One batch: the safety HeadBucket of every fork, and the delete of every known key.
-  void head_and_revoke() {
-    struct Slot {
-      std::size_t item;
-      bool is_head;
-    };
-    std::vector<tigris::Operation> operations;
-    std::vector<Slot> slots;
-    for (std::size_t i = 0; i < plan_.targets.size(); ++i) {
-      operations.push_back(tigris::head_bucket(plan_.targets[i].bucket));
-      slots.push_back({i, true});
-      for (const auto& id : key_ids_[i]) {
-        operations.push_back(iam::delete_access_key(id));
-        slots.push_back({i, false});
-      }
-    }
-    if (operations.empty()) return;
-    heads_.resize(plan_.targets.size());
-    const auto results = client_.send_all(operations, plan_.concurrency);
-    operations.clear();
-    operations.shrink_to_fit();
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      const auto& slot = slots[k];
-      const auto& result = results[k];
-      if (slot.is_head) {
-        on_head(slot.item, result);
-      } else {
-        record_key_result(slot.item, result);
-      }
-    }
-  }
-
-  // Keys found by name rather than recorded in a manifest are revoked only once HeadBucket has
-  // shown their bucket is one this teardown deletes, or is already gone: `plain-key` of a
-  // bucket it refuses to touch is somebody else's key.
-  void revoke_found_keys() {
+  // HeadBucket of every target not asked yet; the first time with the first page of the key
+  // listing in the same batch (it costs no round trip of its own).
+  void head_targets(bool with_key_listing) {
     std::vector<tigris::Operation> operations;
     std::vector<std::size_t> items;
-    auto targets = to_delete_;
-    for (std::size_t i = 0; i < result_.forks.size(); ++i)
-      if (result_.forks[i].status == BucketOutcome::already_gone) targets.push_back(i);
-    for (auto i : targets) {
-      for (const auto& id : found_key_ids_[i]) {
-        operations.push_back(iam::delete_access_key(id));
-        items.push_back(i);
-      }
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (states_[i].headed) continue;
+      operations.push_back(tigris::head_bucket(states_[i].target.bucket));
+      items.push_back(i);
     }
+    if (with_key_listing) operations.push_back(iam::list_access_keys(""));
     if (operations.empty()) return;
     const auto results = client_.send_all(operations, plan_.concurrency);
-    for (std::size_t k = 0; k < results.size(); ++k)
-      record_key_result(items[k], results[k]);
-  }
-
-  void record_key_result(std::size_t i, const http::Result& result) {
-    auto& item = result_.forks[i];
-    if (is_cancelled(result)) {
-      item.key = merge_key(item.key, KeyOutcome::failed);
-      if (!item.error) item.error = interrupted_error();
-      return;
-    }
-    auto error = tigris::error_from_result(result, "DeleteAccessKey");
-    if (!error) {
-      item.key = merge_key(item.key, KeyOutcome::deleted);
-    } else if (is_gone(*error)) {
-      item.key = merge_key(item.key, KeyOutcome::already_gone);
-    } else {
-      item.key = merge_key(item.key, KeyOutcome::failed);
-      if (!item.error) item.error = std::move(*error);
-    }
+    for (std::size_t k = 0; k < items.size(); ++k)
+      on_head(items[k], results[k]);
+    if (with_key_listing) on_key_page(results.back());
   }
 
   void on_head(std::size_t i, const http::Result& result) {
+    auto& state = states_[i];
     auto& item = result_.forks[i];
-    const auto& target = plan_.targets[i];
+    state.headed = true;
     if (is_cancelled(result)) {
-      item.status = BucketOutcome::failed;
-      if (!item.error) item.error = interrupted_error();
+      fail(item, interrupted_error());
       return;
     }
     auto error = tigris::error_from_result(result, "HeadBucket");
     if (error) {
       if (error->http_status == 404) {
-        item.status = BucketOutcome::already_gone;
-      } else {
-        item.status = BucketOutcome::failed;
-        error->message = target.bucket + ": " + error->message;
-        if (!item.error) item.error = std::move(*error);
+        // Not proof of absence (cli.md §5): a new fork may not be visible yet. Its DELETE goes
+        // out all the same; only DeleteBucket's 404 says it is gone.
+        state.deletable = true;
+        return;
       }
+      error->message = state.target.bucket + ": " + error->message;
+      fail(item, std::move(*error));
       return;
     }
-    heads_[i] = tigris::parse_head_bucket(*result);
-    const auto& head = *heads_[i];
+    state.visible = true;
+    state.head = tigris::parse_head_bucket(*result);
+    const auto& head = *state.head;
     if (!plan_.allow_non_fork) {
       // cli.md §5: never the source, never a bucket that is not a fork.
       if (!head.fork_source) {
         skip(item, "NotAFork",
              fmt::format("{} is not a fork (HeadBucket shows no X-Tigris-Fork-Source-Bucket); "
                          "not deleted (--allow-non-fork deletes it anyway)",
-                         target.bucket));
+                         state.target.bucket));
         return;
       }
-      if (!target.expected_source.empty() && *head.fork_source != target.expected_source) {
+      if (!state.target.expected_source.empty() &&
+          *head.fork_source != state.target.expected_source) {
         skip(item, "ForkOfAnotherSource",
-             fmt::format("{} is a fork of {}, not of {}; not deleted", target.bucket,
-                         *head.fork_source, target.expected_source));
+             fmt::format("{} is a fork of {}, not of {}; not deleted", state.target.bucket,
+                         *head.fork_source, state.target.expected_source));
         return;
       }
     }
-    if (key_lookup_failed_[i]) {
-      item.status = BucketOutcome::failed;
-      return;
-    }
-    to_delete_.push_back(i);
+    state.deletable = true;
   }
 
-  void skip(TeardownItem& item, std::string code, std::string message) {
-    item.status = BucketOutcome::skipped;
-    if (!item.error)
-      item.error = Error{ErrorKind::conflict, std::move(code), std::move(message), 0, {}};
+  // Fork parents: their forks are listed; with --recursive they join the teardown (deleted
+  // first); without it the parent is left, key included, unless its forks are all in the set
+  // already. True when targets were added (they need their HeadBucket).
+  bool expand_parents() {
+    bool added = false;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      auto& state = states_[i];
+      if (!state.deletable || !state.head || !state.head->is_fork_parent || state.parent_checked)
+        continue;
+      state.parent_checked = true;
+      std::vector<tigris::FoundFork> children;
+      try {
+        children = tigris::find_forks(client_, state.target.bucket);
+      } catch (const TforkError& e) {
+        auto error = e.error();
+        error.message = state.target.bucket + ": cannot list its forks: " + error.message;
+        states_[i].deletable = false;
+        fail(result_.forks[i], std::move(error));
+        continue;
+      }
+      std::vector<std::string> outside;
+      for (const auto& child : children)
+        if (!index_.contains(child.bucket)) outside.push_back(child.bucket);
+      if (outside.empty()) continue;
+      if (!plan_.recursive) {
+        states_[i].deletable = false;
+        skip(result_.forks[i], "BucketHasForks",
+             fmt::format("{} has forks of its own ({}); left with its key (--recursive deletes "
+                         "them first)",
+                         states_[i].target.bucket, fmt::join(outside, ", ")));
+        continue;
+      }
+      const auto parent = states_[i].target.bucket;
+      for (auto& name : outside) {
+        TeardownTarget child;
+        child.bucket = std::move(name);
+        child.expected_source = parent;
+        add_target(std::move(child));
+        added = true;
+      }
+    }
+    return added;
   }
+
+  // ---- keys
+
+  void on_key_page(const http::Result& result) {
+    auto error = tigris::error_from_result(result, "ListAccessKeys");
+    std::expected<iam::KeyPage, std::string> page = std::unexpected(std::string());
+    if (!error) {
+      page = iam::parse_key_list(*result);
+      if (!page) error = Error{ErrorKind::other, "InvalidResponse", page.error(), 0, {}};
+    }
+    if (error) {
+      key_listing_error_ = std::move(error);
+      return;
+    }
+    for (auto& key : page->keys)
+      keys_.push_back(std::move(key));
+    next_marker_ = page->marker;
+  }
+
+  void list_remaining_keys() {
+    std::string seen_marker;
+    while (!key_listing_error_ && !next_marker_.empty() && !interrupted_.load()) {
+      if (next_marker_ == seen_marker) break;  // a marker that repeats ends the listing
+      seen_marker = next_marker_;
+      next_marker_.clear();
+      on_key_page(client_.send(iam::list_access_keys(seen_marker)));
+    }
+  }
+
+  // Every key whose roles are all on buckets this teardown deletes is revoked, whatever its
+  // name; a key with roles elsewhere too is reported and kept (cli.md §5). Without the full
+  // key listing nothing is deleted: a bucket gone before its key would hand that key to the
+  // next bucket of the same name.
+  void revoke_keys() {
+    std::set<std::string, std::less<>> doomed;
+    for (const auto& state : states_)
+      if (state.deletable) doomed.insert(state.target.bucket);
+    if (key_listing_error_) {
+      auto error = *key_listing_error_;
+      error.message = "could not list access keys, so nothing was deleted: " + error.message;
+      for (std::size_t i = 0; i < states_.size(); ++i) {
+        if (!states_[i].deletable) continue;
+        states_[i].deletable = false;
+        fail(result_.forks[i], error);
+      }
+      return;
+    }
+    std::vector<tigris::Operation> operations;
+    // The key's entry in result_.keys, and the targets it has roles on.
+    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> revoking;
+    std::set<std::string> listed;
+    for (const auto& key : keys_) {
+      listed.insert(key.id);
+      std::vector<std::size_t> on_doomed;
+      std::vector<std::string> elsewhere;
+      for (const auto& [bucket, role] : key.buckets_role) {
+        if (doomed.contains(bucket))
+          on_doomed.push_back(index_.at(bucket));
+        else
+          elsewhere.push_back(bucket);
+      }
+      if (on_doomed.empty()) continue;
+      if (!elsewhere.empty()) {
+        result_.keys.push_back(KeyItem{key.id, key.name, KeyOutcome::kept,
+                                       Error{ErrorKind::conflict,
+                                             "KeyHasOtherRoles",
+                                             fmt::format("key {} also has roles on {}; not deleted",
+                                                         key.id, fmt::join(elsewhere, ", ")),
+                                             0,
+                                             {}}});
+        for (auto i : on_doomed)
+          result_.forks[i].key = merge_key(result_.forks[i].key, KeyOutcome::kept);
+        continue;
+      }
+      revoking.push_back({result_.keys.size(), std::move(on_doomed)});
+      result_.keys.push_back(KeyItem{key.id, key.name, KeyOutcome::failed, std::nullopt});
+      operations.push_back(iam::delete_access_key(key.id));
+    }
+    // Recorded keys the listing does not show: most likely gone, asked all the same.
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].deletable) continue;
+      for (const auto& id : states_[i].target.key_ids) {
+        if (listed.contains(id)) continue;
+        listed.insert(id);
+        revoking.push_back({result_.keys.size(), std::vector<std::size_t>{i}});
+        result_.keys.push_back(
+            KeyItem{id, key_name_for(states_[i].target.bucket), KeyOutcome::failed, std::nullopt});
+        operations.push_back(iam::delete_access_key(id));
+      }
+    }
+    if (operations.empty()) return;
+    const auto results = client_.send_all(operations, plan_.concurrency);
+    std::set<std::string> revoked;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      auto& key_item = result_.keys[revoking[k].first];
+      KeyOutcome outcome = KeyOutcome::failed;
+      if (is_cancelled(results[k])) {
+        key_item.error = interrupted_error();
+      } else if (auto error = tigris::error_from_result(results[k], "DeleteAccessKey")) {
+        if (iam::is_already_gone(*error)) {
+          outcome = KeyOutcome::already_gone;
+        } else {
+          error->message = key_item.access_key_id + ": " + error->message;
+          key_item.error = std::move(*error);
+        }
+      } else {
+        outcome = KeyOutcome::deleted;
+      }
+      key_item.status = outcome;
+      if (outcome != KeyOutcome::failed) revoked.insert(key_item.access_key_id);
+      for (auto i : revoking[k].second) {
+        result_.forks[i].key = merge_key(result_.forks[i].key, outcome);
+        if (outcome == KeyOutcome::failed && states_[i].deletable) {
+          // The bucket stays while a key with a role on it lives (a re-run finishes both).
+          states_[i].deletable = false;
+          fail(result_.forks[i], key_item.error.value_or(interrupted_error()));
+        }
+      }
+    }
+    for (auto& file : manifests_)
+      for (auto& fork : file.manifest.forks)
+        if (!fork.access_key_id.empty() && revoked.contains(fork.access_key_id))
+          fork.key_revoked = true;
+    save_manifests();
+  }
+
+  // ---- buckets
 
   // Waves: a bucket goes only after every bucket of the set that was forked from it.
   std::vector<std::vector<std::size_t>> waves() const {
-    std::map<std::string_view, std::size_t> by_name;
-    for (auto i : to_delete_)
-      by_name.emplace(plan_.targets[i].bucket, i);
-    std::map<std::size_t, std::size_t> level;  // item -> wave
-    // Walking up from each bucket, a parent's wave is at least one more than its child's.
-    for (auto i : to_delete_)
-      level.emplace(i, 0);
-    for (auto i : to_delete_) {
+    std::vector<std::size_t> level(states_.size(), 0);
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].deletable) continue;
       std::size_t child = i;
-      for (std::size_t depth = 0; depth <= to_delete_.size(); ++depth) {
-        const auto& source = heads_[child]->fork_source;
-        if (!source) break;
-        const auto parent = by_name.find(*source);
-        if (parent == by_name.end()) break;
+      for (std::size_t depth = 0; depth <= states_.size(); ++depth) {
+        const auto& head = states_[child].head;
+        if (!head || !head->fork_source) break;
+        const auto parent = index_.find(*head->fork_source);
+        if (parent == index_.end() || !states_[parent->second].deletable) break;
         if (level[parent->second] >= level[child] + 1) break;  // already ordered
         level[parent->second] = level[child] + 1;
         child = parent->second;
       }
     }
     std::vector<std::vector<std::size_t>> out;
-    for (auto i : to_delete_) {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].deletable) continue;
       if (out.size() <= level[i]) out.resize(level[i] + 1);
       out[level[i]].push_back(i);
     }
@@ -313,79 +446,210 @@ class TeardownRun {
 
   void delete_buckets() {
     const auto order = waves();
-    output::Progress progress("forks", to_delete_.size(), plan_.progress);
-    for (std::size_t wave = 0; wave < order.size(); ++wave) {
-      std::vector<std::size_t> pending = order[wave];
-      for (int attempt = 0; !pending.empty(); ++attempt) {
-        if (interrupted_.load()) break;
+    std::size_t total = 0;
+    for (const auto& wave : order)
+      total += wave.size();
+    output::Progress progress("forks", total, plan_.progress);
+    const auto deadline = std::chrono::steady_clock::now() + plan_.parent_retry_budget;
+    for (const auto& wave : order) {
+      std::vector<std::size_t> pending = wave;
+      auto wait = k_parent_retry_first;
+      while (!pending.empty() && !interrupted_.load()) {
         std::vector<tigris::Operation> operations;
         for (auto i : pending)
-          operations.push_back(tigris::delete_bucket(plan_.targets[i].bucket, true));
+          operations.push_back(tigris::delete_bucket(states_[i].target.bucket, true));
         const auto results = client_.send_all(operations, plan_.concurrency);
-        std::vector<std::size_t> retry;
+        std::vector<std::size_t> refused;
+        const bool may_retry = std::chrono::steady_clock::now() + wait < deadline;
         for (std::size_t k = 0; k < results.size(); ++k) {
-          auto& item = result_.forks[pending[k]];
+          const auto i = pending[k];
+          auto& item = result_.forks[i];
           if (is_cancelled(results[k])) {
-            item.status = BucketOutcome::failed;
-            if (!item.error) item.error = interrupted_error();
+            fail(item, interrupted_error());
             continue;
           }
           auto error = tigris::error_from_result(results[k], "DeleteBucket");
-          if (error && error->http_status == 409 && wave > 0 &&
-              attempt < k_parent_conflict_retries) {
-            retry.push_back(pending[k]);
+          if (error && is_fork_refusal(*error) && may_retry) {
+            refused.push_back(i);  // its forks are still going: asked again shortly
             continue;
           }
           if (!error) {
             item.status = BucketOutcome::deleted;
-          } else if (is_gone(*error)) {
-            item.status = BucketOutcome::already_gone;
+          } else if (error->http_status == 404) {
+            const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
+            item.status = ours ? BucketOutcome::already_gone : BucketOutcome::not_found;
           } else {
-            item.status = BucketOutcome::failed;
             error->message = item.bucket + ": " + error->message;
-            if (!item.error) item.error = std::move(*error);
+            fail(item, std::move(*error));
           }
           progress.advance(item.status != BucketOutcome::failed);
         }
-        if (!retry.empty()) std::this_thread::sleep_for(k_parent_conflict_delay * (1 << attempt));
-        pending = std::move(retry);
+        mark_manifests();
+        pending = std::move(refused);
+        if (!pending.empty()) {
+          sleep_unless_interrupted(wait);
+          wait = std::min(wait * 2, k_parent_retry_cap);
+        }
       }
       if (interrupted_.load()) break;
     }
     progress.finish();
-    for (auto i : to_delete_) {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
       auto& item = result_.forks[i];
-      if (interrupted_.load() && item.status == BucketOutcome::failed && !item.error)
+      if (states_[i].deletable && !is_gone_status(item.status) && !item.error)
         item.error = interrupted_error();
     }
   }
 
+  void sleep_unless_interrupted(std::chrono::milliseconds total) {
+    const auto until = std::chrono::steady_clock::now() + total;
+    while (!interrupted_.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  // ---- snapshots
+
   void delete_snapshots() {
-    if (plan_.snapshots.empty()) return;
-    std::vector<tigris::Operation> operations;
-    for (const auto& snapshot : plan_.snapshots) {
-      operations.push_back(tigris::delete_snapshot(snapshot.bucket, snapshot.version));
-      result_.snapshots.push_back(
-          SnapshotItem{snapshot.bucket, snapshot.version, BucketOutcome::failed, std::nullopt});
-    }
-    const auto results = client_.send_all(operations, plan_.concurrency);
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      auto& item = result_.snapshots[k];
-      if (is_cancelled(results[k])) {
-        item.error = interrupted_error();
+    for (const auto& target : plan_.snapshots) {
+      if (interrupted_.load()) return;
+      if (target.manifest != k_no_manifest && !run_forks_gone(target.manifest)) {
+        if (!target.version.empty())
+          result_.snapshots.push_back(
+              SnapshotItem{target.bucket, target.version, BucketOutcome::skipped,
+                           Error{ErrorKind::conflict,
+                                 "ForksRemain",
+                                 "kept: not every fork of the run is gone yet",
+                                 0,
+                                 {}}});
         continue;
       }
-      auto error = tigris::error_from_result(results[k], "DeleteBucketSnapshot");
-      if (!error) {
-        item.status = BucketOutcome::deleted;
-      } else if (is_gone(*error)) {
-        item.status = BucketOutcome::already_gone;
-      } else {
-        error->message =
-            fmt::format("snapshot {} of {}: {}", item.version, item.bucket, error->message);
-        item.error = std::move(*error);
+      try {
+        delete_snapshot(target);
+      } catch (const TforkError& e) {
+        auto error = e.error();
+        error.message = fmt::format("snapshot of {}: {}", target.bucket, error.message);
+        result_.snapshots.push_back(
+            SnapshotItem{target.bucket, target.version, BucketOutcome::failed, std::move(error)});
       }
     }
+  }
+
+  bool run_forks_gone(std::size_t manifest) const {
+    for (std::size_t i = 0; i < states_.size(); ++i)
+      if (states_[i].target.manifest == manifest && !is_gone_status(result_.forks[i].status))
+        return false;
+    return true;
+  }
+
+  void delete_snapshot(const SnapshotTarget& target) {
+    std::vector<std::string> versions;
+    if (!target.version.empty()) {
+      versions.push_back(target.version);
+    } else {
+      // A run killed before it learnt its version: the snapshot has its name.
+      auto listed = list_snapshots_or_gone(target.bucket);
+      if (!listed) return;
+      for (const auto& snapshot : *listed) {
+        if (!snapshot.name) continue;
+        if (target.name_is_prefix ? !snapshot.name->starts_with(target.name)
+                                  : *snapshot.name != target.name)
+          continue;
+        if (target.created_before) {
+          const auto created = unix_seconds(snapshot.created);
+          if (!created || *created >= *target.created_before) continue;
+        }
+        versions.push_back(snapshot.version);
+      }
+    }
+    if (versions.empty()) return;
+    std::set<std::string> in_use;
+    if (target.only_if_unused) {
+      std::vector<tigris::FoundFork> forks;
+      try {
+        forks = tigris::find_forks(client_, target.bucket);
+      } catch (const TforkError& e) {
+        if (e.error().kind != ErrorKind::not_found) throw;
+      }
+      for (const auto& fork : forks)
+        if (!index_.contains(fork.bucket) ||
+            !is_gone_status(result_.forks[index_.at(fork.bucket)].status))
+          in_use.insert(fork.snapshot);
+    }
+    for (const auto& version : versions) {
+      if (in_use.contains(version)) {
+        result_.snapshots.push_back(SnapshotItem{
+            target.bucket, version, BucketOutcome::skipped,
+            Error{ErrorKind::conflict,
+                  "SnapshotInUse",
+                  fmt::format("kept: other forks of {} were made from it", target.bucket),
+                  0,
+                  {}}});
+        continue;
+      }
+      SnapshotItem item{target.bucket, version, BucketOutcome::failed, std::nullopt};
+      const auto result = client_.send(tigris::delete_snapshot(target.bucket, version));
+      if (is_cancelled(result)) {
+        item.error = interrupted_error();
+      } else if (auto error = tigris::error_from_result(result, "DeleteBucketSnapshot")) {
+        if (error->http_status == 404) {
+          item.status = BucketOutcome::already_gone;
+        } else {
+          error->message =
+              fmt::format("snapshot {} of {}: {}", version, target.bucket, error->message);
+          item.error = std::move(*error);
+        }
+      } else {
+        item.status = BucketOutcome::deleted;
+      }
+      result_.snapshots.push_back(std::move(item));
+    }
+  }
+
+  std::optional<std::vector<tigris::Snapshot>> list_snapshots_or_gone(const std::string& bucket) {
+    try {
+      return tigris::list_all_snapshots(client_, bucket);
+    } catch (const TforkError& e) {
+      if (e.error().kind == ErrorKind::not_found) return std::nullopt;  // gone with its source
+      throw;
+    }
+  }
+
+  // ---- manifests
+
+  void mark_manifests() {
+    for (auto& file : manifests_) {
+      for (auto& fork : file.manifest.forks) {
+        const auto found = index_.find(fork.bucket);
+        if (found == index_.end()) continue;
+        if (states_[found->second].target.manifest == k_no_manifest) continue;
+        if (is_gone_status(result_.forks[found->second].status) && fork.may_exist())
+          fork.status = ForkStatus::deleted;
+      }
+    }
+    save_manifests();
+  }
+
+  void save_manifests() {
+    for (const auto& file : manifests_) {
+      try {
+        write_manifest(file.path, file.manifest, false);
+      } catch (const TforkError& e) {
+        spdlog::warn("{}", e.error().message);
+      }
+    }
+  }
+
+  // ---- outcome
+
+  void fail(TeardownItem& item, Error error) {
+    item.status = BucketOutcome::failed;
+    if (!item.error) item.error = std::move(error);
+  }
+
+  void skip(TeardownItem& item, std::string code, std::string message) {
+    item.status = BucketOutcome::skipped;
+    if (!item.error)
+      item.error = Error{ErrorKind::conflict, std::move(code), std::move(message), 0, {}};
   }
 
   TeardownResult finish() {
@@ -403,15 +667,14 @@ class TeardownRun {
       outcomes.push_back({false, e.kind});
     };
     for (auto& item : result_.forks) {
-      // A fork never reached (the run stopped before its head) is not done.
       if (interrupted_.load() && !item.error && item.status == BucketOutcome::failed)
         item.error = interrupted_error();
-      const bool bucket_ok =
-          item.status == BucketOutcome::deleted || item.status == BucketOutcome::already_gone;
-      add(bucket_ok && item.key != KeyOutcome::failed, item.error);
+      add(is_gone_status(item.status) && item.key != KeyOutcome::failed, item.error);
     }
+    for (const auto& item : result_.keys)
+      if (item.status == KeyOutcome::failed) add(false, item.error);
     for (const auto& item : result_.snapshots)
-      add(item.status != BucketOutcome::failed, item.error);
+      if (item.status == BucketOutcome::failed) add(false, item.error);
 
     if (interrupted_.load()) {
       result_.exit_code = exit_code(ErrorKind::interrupted);
@@ -439,40 +702,74 @@ class TeardownRun {
   tigris::Client& client_;
   const TeardownPlan& plan_;
   const std::atomic<bool>& interrupted_;
+  std::vector<ManifestFile> manifests_;
   TeardownResult result_;
-  std::vector<std::vector<std::string>> key_ids_;        // recorded: revoked with the heads
-  std::vector<std::vector<std::string>> found_key_ids_;  // found by name: after the heads
-  std::vector<bool> key_lookup_failed_;                  // the bucket stays for a re-run
-  std::vector<std::optional<tigris::BucketHead>> heads_;
-  std::vector<std::size_t> to_delete_;
+  std::vector<State> states_;  // parallel to result_.forks
+  std::map<std::string, std::size_t, std::less<>> index_;
+  std::vector<iam::KeySummary> keys_;
+  std::string next_marker_;
+  std::optional<Error> key_listing_error_;
 };
 
 }  // namespace
 
-TeardownPlan plan_from_manifests(const std::vector<Manifest>& manifests, bool delete_snapshot) {
+std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
+  if (text.size() < 2) return std::nullopt;
+  long long count = 0;
+  const auto digits = text.substr(0, text.size() - 1);
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), count).ptr !=
+          digits.data() + digits.size() ||
+      count <= 0 || count > 100LL * 365 * 86400)
+    return std::nullopt;
+  switch (text.back()) {
+    case 's':
+      return std::chrono::seconds(count);
+    case 'm':
+      return std::chrono::seconds(count * 60);
+    case 'h':
+      return std::chrono::seconds(count * 3600);
+    case 'd':
+      return std::chrono::seconds(count * 86400);
+    case 'w':
+      return std::chrono::seconds(count * 7 * 86400);
+    default:
+      return std::nullopt;
+  }
+}
+
+TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delete_snapshot,
+                                 bool keep_snapshot) {
   TeardownPlan plan;
   std::map<std::string, std::size_t> index;
   std::set<std::pair<std::string, std::string>> snapshots;
-  for (const auto& manifest : manifests) {
+  for (std::size_t m = 0; m < manifests.size(); ++m) {
+    const auto& manifest = manifests[m].manifest;
     for (const auto& fork : manifest.forks) {
-      if (!fork.may_exist() && fork.access_key_id.empty()) continue;
+      const bool live_key = !fork.access_key_id.empty() && !fork.key_revoked;
+      if (!fork.may_exist() && !live_key) continue;
       auto [it, added] = index.emplace(fork.bucket, plan.targets.size());
       if (added) {
         TeardownTarget target;
         target.bucket = fork.bucket;
         target.expected_source = manifest.source;
+        target.manifest = m;
         plan.targets.push_back(std::move(target));
       }
       auto& target = plan.targets[it->second];
-      if (!fork.access_key_id.empty() &&
-          std::ranges::find(target.key_ids, fork.access_key_id) == target.key_ids.end())
+      if (live_key && std::ranges::find(target.key_ids, fork.access_key_id) == target.key_ids.end())
         target.key_ids.push_back(fork.access_key_id);
-      if (fork.key_may_be_unrecorded()) target.find_key = true;
     }
-    if (delete_snapshot && !manifest.snapshot.empty() &&
-        snapshots.emplace(manifest.source, manifest.snapshot).second)
-      plan.snapshots.push_back({manifest.source, manifest.snapshot});
+    // The run's own snapshot (cli.md §5), or one it was given with --delete-snapshot.
+    const bool own =
+        manifest.snapshot_taken || (manifest.snapshot.empty() && !manifest.snapshot_name.empty());
+    const bool wanted = own ? !keep_snapshot : delete_snapshot;
+    if (!wanted || (manifest.snapshot.empty() && manifest.snapshot_name.empty())) continue;
+    if (!manifest.snapshot.empty() && !snapshots.emplace(manifest.source, manifest.snapshot).second)
+      continue;
+    plan.snapshots.push_back(
+        SnapshotTarget{manifest.source, manifest.snapshot, manifest.snapshot_name, own, m});
   }
+  plan.manifests = std::move(manifests);
   return plan;
 }
 
@@ -485,49 +782,33 @@ TeardownPlan plan_from_names(const std::vector<std::string>& names) {
     if (!seen.insert(name).second) continue;
     TeardownTarget target;
     target.bucket = name;
-    target.find_key = true;  // no manifest says which key it has: look up `<fork>-key`
     plan.targets.push_back(std::move(target));
   }
   return plan;
 }
 
-TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
-                              const std::string& prefix) {
-  if (auto problem = tigris::bucket_name_problem(source))
-    usage(fmt::format("invalid source bucket name '{}': {}", source, *problem));
-  if (prefix.empty()) usage("--source needs --prefix: say which of its forks to tear down");
-
-  auto fetch = [&](const tigris::Operation& operation) {
-    const auto result = client.send(operation);
-    auto page = tigris::parse_bucket_list_json(tigris::expect_success(result, operation.name));
-    if (!page) throw TforkError(ErrorKind::other, "InvalidResponse", page.error());
-    return std::move(*page);
-  };
-
+TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
+                              std::chrono::system_clock::time_point now) {
+  if (auto problem = tigris::bucket_name_problem(selection.source))
+    usage(fmt::format("invalid source bucket name '{}': {}", selection.source, *problem));
+  if (selection.prefix.empty() == !selection.all)
+    usage("--source needs --prefix P or --all: say which of its forks to tear down");
+  // Only entries whose fork information names the source (find_forks); a listing entry
+  // without it is never taken for a fork (cli.md §5), whatever its name.
+  auto forks = tigris::find_forks(client, selection.source);
+  std::optional<std::int64_t> cutoff;
+  if (selection.older_than) {
+    cutoff = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() -
+             selection.older_than->count();
+  }
   std::vector<std::string> names;
-  // ListForks is answered in one page by servers that know X-Tigris-Fork; one that ignores the
-  // header lists every bucket without ForkInfo, and then the full listing is filtered here.
-  auto page = fetch(tigris::list_forks(source));
-  const bool scoped = page.has_fork_info || page.buckets.empty();
-  if (scoped) {
-    while (true) {
-      for (auto& entry : page.buckets)
-        if ((!entry.source || *entry.source == source) && is_run_fork(entry.bucket, prefix))
-          names.push_back(std::move(entry.bucket));
-      if (page.continuation_token.empty()) break;
-      auto next = tigris::list_forks(source);
-      next.query.emplace_back("continuation-token", page.continuation_token);
-      page = fetch(next);
+  for (auto& fork : forks) {
+    if (!selection.all && !is_run_fork(fork.bucket, selection.prefix)) continue;
+    if (cutoff) {
+      const auto created = unix_seconds(fork.created);
+      if (!created || *created >= *cutoff) continue;  // too new, or no date to tell
     }
-  } else {
-    std::string token;
-    do {
-      page = fetch(tigris::list_buckets_with_fork_info(token));
-      for (auto& entry : page.buckets)
-        if (entry.source == source && is_run_fork(entry.bucket, prefix))
-          names.push_back(std::move(entry.bucket));
-      token = page.continuation_token;
-    } while (!token.empty());
+    names.push_back(std::move(fork.bucket));
   }
   std::ranges::sort(names);
   names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -535,9 +816,18 @@ TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
   for (auto& name : names) {
     TeardownTarget target;
     target.bucket = std::move(name);
-    target.expected_source = source;
-    target.find_key = true;  // no manifest says which key it has: look up `<fork>-key`
+    target.expected_source = selection.source;
     plan.targets.push_back(std::move(target));
+  }
+  if (!selection.keep_snapshot) {
+    // The snapshot `fork create --prefix P` takes is named "tfork P" (cli.md §4.1); --all
+    // clears up after crashed runs, so every such snapshot no remaining fork uses goes too.
+    std::string prefix = selection.prefix;
+    if (prefix.ends_with('-')) prefix.pop_back();
+    SnapshotTarget snapshots{selection.source, "", "tfork " + prefix, true, k_no_manifest};
+    snapshots.name_is_prefix = selection.all;
+    snapshots.created_before = cutoff;
+    plan.snapshots.push_back(std::move(snapshots));
   }
   return plan;
 }
@@ -553,7 +843,14 @@ output::Json to_json(const TeardownResult& result) {
     snapshots.push_back(output::item_json(
         output::Json{{"bucket", item.bucket}, {"version", item.version}}, item_status(item)));
   }
-  return output::Json{{"forks", std::move(forks)}, {"snapshots", std::move(snapshots)}};
+  output::Json keys = output::Json::array();
+  for (const auto& item : result.keys) {
+    keys.push_back(output::item_json(
+        output::Json{{"access_key_id", item.access_key_id}, {"name", item.name}},
+        {std::string(key_outcome_name(item.status)), item.error}));
+  }
+  return output::Json{
+      {"forks", std::move(forks)}, {"snapshots", std::move(snapshots)}, {"keys", std::move(keys)}};
 }
 
 std::string to_table(const TeardownResult& result) {
@@ -565,22 +862,26 @@ std::string to_table(const TeardownResult& result) {
   for (const auto& item : result.snapshots)
     table.row({item.bucket + " @" + item.version, std::string(bucket_outcome_name(item.status)),
                "-", output::item_error_text(item_status(item))});
+  for (const auto& item : result.keys)
+    if (item.status == KeyOutcome::kept || item.status == KeyOutcome::failed)
+      table.row({"key " + item.access_key_id, std::string(key_outcome_name(item.status)), "-",
+                 output::item_error_text({std::string(key_outcome_name(item.status)), item.error})});
   return table.render("no forks to tear down\n");
 }
 
 std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan) {
   std::vector<tigris::Operation> operations;
-  if (std::ranges::any_of(plan.targets, [](const auto& t) { return t.find_key; }))
-    operations.push_back(iam::list_access_keys(""));
-  for (const auto& target : plan.targets) {
+  for (const auto& target : plan.targets)
     operations.push_back(tigris::head_bucket(target.bucket));
+  operations.push_back(iam::list_access_keys(""));
+  for (const auto& target : plan.targets)
     for (const auto& id : target.key_ids)
       operations.push_back(iam::delete_access_key(id));
-  }
   for (const auto& target : plan.targets)
     operations.push_back(tigris::delete_bucket(target.bucket, true));
   for (const auto& snapshot : plan.snapshots)
-    operations.push_back(tigris::delete_snapshot(snapshot.bucket, snapshot.version));
+    if (!snapshot.version.empty())
+      operations.push_back(tigris::delete_snapshot(snapshot.bucket, snapshot.version));
   return operations;
 }
 

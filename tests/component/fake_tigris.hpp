@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace tfork::testing {
 
@@ -99,11 +100,14 @@ class FakeTigris {
     std::string name;
     std::string bucket;
     std::string role;
+    std::vector<std::string> more_buckets{};  // further Editor roles
   };
+  bool fork_listing_keeps_info = false;  // ignores X-Tigris-Fork, still answers IncludeForkInfo
 
   std::map<std::string, Bucket> buckets;
-  std::map<std::string, Key> keys;  // id -> key
-  std::set<std::string> snapshots;  // "bucket@version"
+  std::map<std::string, Key> keys;                    // id -> key
+  std::set<std::string> snapshots;                    // "bucket@version"
+  std::map<std::string, std::string> snapshot_names;  // "bucket@version" -> name
   std::string next_version = "1751631910196672425";
   int key_counter = 0;
   bool ignore_fork_header = false;  // an older gateway: lists every bucket, no ForkInfo
@@ -133,6 +137,8 @@ class FakeTigris {
     if (auto snapshot = r.header("X-Tigris-Snapshot")) {
       if (!buckets.contains(r.bucket)) return xml_error(404, "NoSuchBucket");
       snapshots.insert(r.bucket + "@" + next_version);
+      if (const auto at = snapshot->find("; name="); at != std::string::npos)
+        snapshot_names[r.bucket + "@" + next_version] = snapshot->substr(at + 7);
       return http::Response{200, {{"X-Tigris-Snapshot-Version", next_version}}, "", 1};
     }
     if (buckets.contains(r.bucket)) return xml_error(409, "BucketAlreadyExists");
@@ -175,10 +181,25 @@ class FakeTigris {
   }
 
   http::Result list(const ParsedRequest& r) {
+    if (auto bucket = r.header("X-Tigris-Snapshot")) {
+      // ListBucketSnapshots, one page, newest first (tigris-wire.md §2.4).
+      if (!buckets.contains(*bucket)) return xml_error(404, "NoSuchBucket");
+      std::string body = "<ListAllMyBucketsResult><Buckets>";
+      for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+        if (!it->starts_with(*bucket + "@")) continue;
+        const auto version = it->substr(bucket->size() + 1);
+        const auto name = snapshot_names.find(*it);
+        body += "<Bucket><Name>" + version +
+                (name == snapshot_names.end() ? "" : "; name=" + name->second) +
+                "</Name><CreationDate>2026-01-01T00:00:00Z</CreationDate></Bucket>";
+      }
+      body += "</Buckets></ListAllMyBucketsResult>";
+      return http::Response{200, {{"Content-Type", "application/xml"}}, body, 1};
+    }
     nlohmann::json out;
     out["Buckets"]["Bucket"] = nlohmann::json::array();
     auto fork_of = r.header("X-Tigris-Fork");
-    if (ignore_fork_header) fork_of.reset();
+    if (ignore_fork_header || fork_listing_keeps_info) fork_of.reset();
     const bool fork_info =
         r.query.contains("IncludeForkInfo") && !(ignore_fork_header && r.header("X-Tigris-Fork"));
     for (const auto& [name, b] : buckets) {
@@ -211,11 +232,16 @@ class FakeTigris {
     if (r.query.contains("Detailed")) {
       nlohmann::json body{
           {"IsTruncated", false}, {"Marker", ""}, {"Keys", nlohmann::json::array()}};
-      for (const auto& [id, key] : keys)
+      for (const auto& [id, key] : keys) {
+        auto roles = nlohmann::json::array();
+        roles.push_back({{"bucket", key.bucket}, {"role", key.role}});
+        for (const auto& bucket : key.more_buckets)
+          roles.push_back({{"bucket", bucket}, {"role", "Editor"}});
         body["Keys"].push_back({{"access_key_id", id},
                                 {"username", key.name},
                                 {"status", "active"},
-                                {"buckets_role", {{{"bucket", key.bucket}, {"role", key.role}}}}});
+                                {"buckets_role", roles}});
+      }
       return http::Response{200, {}, body.dump(), 1};
     }
     return http::Response{400, {}, R"({"Code":"InvalidAction"})", 1};

@@ -34,12 +34,31 @@ struct TempDir {
   }
 };
 
+// Manifests of runs that do not name one (a run that mints keys always writes one) go here,
+// not into the test's working directory.
+const fs::path& scratch_dir() {
+  static TempDir dir;
+  return dir.path;
+}
+
+fs::path scratch_manifest() {
+  static int n = 0;
+  return scratch_dir() / fmt::format("manifest-{}.json", n++);
+}
+
 workflow::ForkCreatePlan plan_for(int count, std::string prefix = "run") {
   workflow::ForkCreateRequest request;
   request.source = "data";
   request.count = count;
   request.prefix = std::move(prefix);
+  request.manifest_path = scratch_manifest();
   return workflow::plan_fork_create(request, 1700000000000);
+}
+
+workflow::TeardownPlan teardown_plan(const workflow::Manifest& manifest) {
+  const auto path = scratch_manifest();
+  workflow::write_manifest(path, manifest, false);
+  return workflow::plan_from_manifests({{path, manifest}}, false, false);
 }
 
 std::string header_of(const http::Request& request, std::string_view name) {
@@ -134,8 +153,8 @@ TEST_CASE("fork create sends one snapshot, N forks of it and N scoped keys", "[f
   std::vector<std::string> keys;
   for (const auto& [key, value] : json.items())
     keys.push_back(key);
-  CHECK(keys ==
-        std::vector<std::string>{"source", "snapshot", "endpoint", "iam_endpoint", "forks"});
+  CHECK(keys == std::vector<std::string>{"source", "snapshot", "endpoint", "iam_endpoint", "forks",
+                                         "snapshot_taken", "snapshot_name"});
   CHECK(json["snapshot"] == tigris.next_version);
   REQUIRE(json["forks"].size() == 3);
   std::vector<std::string> fork_keys;
@@ -158,6 +177,7 @@ TEST_CASE("fork create sends one snapshot, N forks of it and N scoped keys", "[f
 TEST_CASE("fork create with --snapshot takes no snapshot; --keys none mints no key", "[fork]") {
   FakeTigris tigris;
   tigris.buckets["data"] = {};
+  tigris.snapshots.insert("data@1751631910000000000");
   auto transport = tigris.transport();
   auto client = make_client(*transport);
   workflow::ForkCreateRequest request;
@@ -169,7 +189,11 @@ TEST_CASE("fork create with --snapshot takes no snapshot; --keys none mints no k
 
   const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
   REQUIRE(outcome.exit_code == 0);
-  REQUIRE(transport->requests.size() == 2);
+  // The version is checked against ListBucketSnapshots first (cli.md §4.8).
+  REQUIRE(transport->requests.size() == 3);
+  CHECK(transport->requests[0].method == "GET");
+  CHECK(header_of(transport->requests[0], "X-Tigris-Snapshot") == "data");
+  transport->requests.erase(transport->requests.begin());
   for (const auto& sent : transport->requests) {
     CHECK(sent.method == "PUT");
     CHECK(header_of(sent, "X-Tigris-Fork-Source-Bucket-Snapshot") == "1751631910000000000");
@@ -224,9 +248,13 @@ TEST_CASE("bad names and options are refused before any request", "[fork]") {
   duplicate.names = {"abc", "abc"};
   CHECK_THAT(refused(duplicate), Catch::Contains("twice"));
 
-  auto bad_version = base;
-  bad_version.snapshot = "yesterday";
-  CHECK_THAT(refused(bad_version), Catch::Contains("--snapshot"));
+  auto name_any_version = base;
+  name_any_version.snapshot = "yesterday";
+  name_any_version.any_version = true;
+  CHECK_THAT(refused(name_any_version), Catch::Contains("--any-version"));
+  auto lone_any_version = base;
+  lone_any_version.any_version = true;
+  CHECK_THAT(refused(lone_any_version), Catch::Contains("--any-version"));
 
   auto bad_snapshot_name = base;
   bad_snapshot_name.snapshot_name = "a;b";
@@ -338,7 +366,7 @@ TEST_CASE("--keep-partial keeps the successes and exits 7; teardown finishes", "
   CHECK(tigris.keys.size() == 2);
 
   // teardown --manifest removes this run's forks and keys, never the other owner's bucket.
-  const auto teardown = workflow::plan_from_manifests({outcome.manifest}, false);
+  const auto teardown = teardown_plan(outcome.manifest);
   REQUIRE(teardown.targets.size() == 2);
   const auto result = workflow::run_teardown(client, teardown, no_interrupt);
   CHECK(result.exit_code == 0);
@@ -351,7 +379,7 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
   FakeTigris tigris;
   tigris.buckets["data"] = {};
   tigris.buckets["other"] = {};
-  tigris.buckets["run-2"] = {"data", "1"};
+  tigris.buckets["run-2"] = {"data", tigris.next_version};
 
   SECTION("adopted") {
     auto transport = tigris.transport();
@@ -370,6 +398,22 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
         CHECK(sent.url == k_endpoint + "/run-2");
       }
     CHECK(heads == 1);
+  }
+  SECTION("a fork of the same source from another snapshot is a conflict naming both") {
+    tigris.buckets["run-2"] = {"data", "1"};
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    auto plan = plan_for(3);
+    plan.exist_ok = true;
+    const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
+    CHECK(outcome.exit_code == 6);
+    const auto& fork = outcome.manifest.forks[1];
+    CHECK(fork.status == ForkStatus::failed);
+    REQUIRE(fork.error);
+    CHECK(fork.error->code == "ForkSnapshotMismatch");
+    CHECK_THAT(fork.error->message,
+               Catch::Contains("snapshot 1,") && Catch::Contains(tigris.next_version));
+    CHECK(tigris.buckets.contains("run-2"));
   }
   SECTION("a fork of another source is not adopted") {
     tigris.buckets["run-2"] = {"other", "1"};
@@ -474,14 +518,31 @@ TEST_CASE("the manifest is 0600 and lets teardown find everything that exists at
   // No temporary file is left next to it.
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 
-  // An existing, non-empty manifest is not replaced without --yes.
+  // Another run's manifest is never replaced (exit 6); --exist-ok adopts it.
   workflow::ForkCreateRequest again;
   again.source = "data";
   again.count = 1;
+  again.prefix = "more";
   again.manifest_path = path;
+  try {
+    workflow::plan_fork_create(again, 0);
+    FAIL("an existing manifest was not refused");
+  } catch (const TforkError& e) {
+    CHECK(exit_code(e.error().kind) == 6);
+    CHECK_THAT(e.error().message, Catch::Contains("--exist-ok"));
+  }
+  again.exist_ok = true;
+  const auto adopting = workflow::plan_fork_create(again, 0);
+  REQUIRE(adopting.adopted);
+  CHECK(adopting.snapshot == final_manifest.snapshot);  // continues that run's snapshot
+  const auto more = workflow::run_fork_create(client, adopting, no_interrupt);
+  CHECK(more.exit_code == 0);
+  const auto merged = workflow::read_manifest(path);
+  CHECK(merged.forks.size() == 5);
+  CHECK(merged.forks[0].bucket == "more-1");
+  CHECK(merged.snapshot_taken);
+  again.source = "other-source";
   CHECK_THROWS_AS(workflow::plan_fork_create(again, 0), TforkError);
-  again.overwrite_manifest = true;
-  CHECK_NOTHROW(workflow::plan_fork_create(again, 0));
 }
 
 TEST_CASE("an unwritable manifest fails before anything is sent", "[fork]") {
@@ -531,8 +592,7 @@ TEST_CASE("SIGINT stops with a consistent manifest; teardown finishes the job", 
 
   interrupted = false;
   tigris.fail_when = nullptr;
-  const auto result =
-      workflow::run_teardown(client, workflow::plan_from_manifests({manifest}, false), interrupted);
+  const auto result = workflow::run_teardown(client, teardown_plan(manifest), interrupted);
   CHECK(result.exit_code == 0);
   CHECK(tigris.buckets.size() == 1);
   CHECK(result.forks[3].status == workflow::BucketOutcome::already_gone);
@@ -562,7 +622,7 @@ TEST_CASE("SIGINT during the keys: teardown finds the unrecorded key by name", "
 
   interrupted = false;
   tigris.fail_when = nullptr;
-  const auto plan = workflow::plan_from_manifests({outcome.manifest}, false);
+  const auto plan = teardown_plan(outcome.manifest);
   const auto result = workflow::run_teardown(client, plan, interrupted);
   CHECK(result.exit_code == 0);
   CHECK(tigris.keys.empty());

@@ -1,11 +1,15 @@
-// teardown (cli.md §5) against a recording transport and an in-memory Tigris: safety,
-// children-first order, idempotency, the --source listing and its fallback.
+// teardown (cli.md §5, issue 7 §4) against a recording transport and an in-memory Tigris:
+// only HeadBucket-confirmed forks, every key whose roles are all on them, fork parents,
+// --recursive, 404s, refused parents, the manifest as it goes, the run's own snapshot.
 #include "tfork/workflow/teardown.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "fake_tigris.hpp"
+#include <filesystem>
+#include <unistd.h>
 
+namespace fs = std::filesystem;
 using namespace tfork;
 using namespace tfork::testing;
 using workflow::BucketOutcome;
@@ -22,6 +26,23 @@ std::size_t index_of(const std::vector<http::Request>& requests, std::string_vie
   FAIL("no " << method << " " << url);
   return 0;
 }
+
+bool sent(const std::vector<http::Request>& requests, std::string_view method,
+          std::string_view url) {
+  return std::ranges::any_of(requests,
+                             [&](const auto& r) { return r.method == method && r.url == url; });
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("tfork-teardown-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
 
 workflow::Manifest manifest_of(FakeTigris& tigris, std::vector<std::string> forks) {
   workflow::Manifest manifest;
@@ -44,272 +65,351 @@ workflow::Manifest manifest_of(FakeTigris& tigris, std::vector<std::string> fork
   return manifest;
 }
 
-}  // namespace
-
-TEST_CASE("teardown from a manifest: keys with the safety heads, then buckets", "[teardown]") {
-  FakeTigris tigris;
-  tigris.buckets["data"] = {};
-  tigris.snapshots.insert("data@" + tigris.next_version);
-  const auto manifest = manifest_of(tigris, {"run-1", "run-2", "run-3"});
-  auto transport = tigris.transport();
-  auto client = make_client(*transport);
-
-  auto plan = workflow::plan_from_manifests({manifest}, false);
-  plan.concurrency = 5;
-  const auto result = workflow::run_teardown(client, plan, no_interrupt);
-  CHECK(result.exit_code == 0);
-  CHECK(tigris.buckets.size() == 1);
-  CHECK(tigris.keys.empty());
-  CHECK(tigris.snapshots.size() == 1);  // the snapshot stays without --delete-snapshot
-  CHECK(transport->last_max_parallel == 5);
-  // Two batches for a flat set: every head and key delete before any bucket delete.
-  REQUIRE(transport->requests.size() == 9);
-  for (std::size_t i = 0; i < 6; ++i)
-    CHECK(transport->requests[i].method != "DELETE");
-  for (std::size_t i = 6; i < 9; ++i) {
-    CHECK(transport->requests[i].method == "DELETE");
-    CHECK(http::find_header(transport->requests[i].headers, "Tigris-Force-Delete") == "true");
-  }
-  const auto json = workflow::to_json(result);
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : json.items())
-    keys.push_back(key);
-  CHECK(keys == std::vector<std::string>{"forks", "snapshots"});
-  std::vector<std::string> item_keys;
-  for (const auto& [key, value] : json["forks"][0].items())
-    item_keys.push_back(key);
-  CHECK(item_keys == std::vector<std::string>{"bucket", "status", "key"});
-  CHECK(json["forks"][0]["status"] == "deleted");
-  CHECK(json["forks"][0]["key"] == "deleted");
-  CHECK(json["snapshots"].empty());
-
-  SECTION("a second run finds everything already gone") {
-    const auto again = workflow::run_teardown(client, plan, no_interrupt);
-    CHECK(again.exit_code == 0);
-    for (const auto& item : again.forks) {
-      CHECK(item.status == BucketOutcome::already_gone);
-      CHECK(item.key == KeyOutcome::already_gone);
-    }
-  }
+workflow::TeardownPlan manifest_plan(const workflow::Manifest& manifest, const fs::path& path,
+                                     bool delete_snapshot = false, bool keep_snapshot = false) {
+  workflow::write_manifest(path, manifest, false);
+  return workflow::plan_from_manifests({{path, manifest}}, delete_snapshot, keep_snapshot);
 }
 
-TEST_CASE("teardown --delete-snapshot removes the manifest's snapshot after the forks",
+}  // namespace
+
+TEST_CASE("teardown from a manifest: keys first, then buckets; the manifest says so",
           "[teardown]") {
+  TempDir dir;
   FakeTigris tigris;
   tigris.buckets["data"] = {};
   tigris.snapshots.insert("data@" + tigris.next_version);
-  const auto manifest = manifest_of(tigris, {"run-1"});
+  auto manifest = manifest_of(tigris, {"run-1", "run-2", "run-3"});
+  manifest.snapshot_taken = true;
+  // Keys whose roles are all on these forks go too, whatever their names; a key with a role
+  // elsewhere as well is reported and kept.
+  tigris.keys["tid_agent"] = {"made-by-the-agent", "run-2", "Editor"};
+  tigris.keys["tid_wide"] = {"wide", "run-3", "Editor", {"other-bucket"}};
+  tigris.keys["tid_unrelated"] = {"unrelated", "other-bucket", "Editor"};
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto result =
-      workflow::run_teardown(client, workflow::plan_from_manifests({manifest}, true), no_interrupt);
+
+  auto plan = manifest_plan(manifest, dir.path / "run.json");
+  plan.concurrency = 5;
+  const auto result = workflow::run_teardown(client, plan, no_interrupt);
+  INFO(workflow::to_json(result).dump());
   CHECK(result.exit_code == 0);
+  CHECK(tigris.buckets.size() == 1);
+  CHECK(tigris.keys.size() == 2);
+  CHECK(tigris.keys.contains("tid_wide"));
+  CHECK(tigris.keys.contains("tid_unrelated"));
+  const auto& requests = transport->requests;
+  const auto last_key = index_of(requests, "POST", k_endpoint + "/?Action=DeleteAccessKey");
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].method == "DELETE" &&
+        !http::find_header(requests[i].headers, "X-Tigris-Snapshot-Version"))
+      CHECK(i > last_key);
+  // The run's own snapshot goes with its last fork.
   CHECK(tigris.snapshots.empty());
   REQUIRE(result.snapshots.size() == 1);
   CHECK(result.snapshots[0].status == BucketOutcome::deleted);
-  const auto& last = transport->requests.back();
-  CHECK(last.method == "DELETE");
-  CHECK(http::find_header(last.headers, "X-Tigris-Snapshot-Version") == tigris.next_version);
-  CHECK(tigris.buckets.contains("data"));
+  const auto wide =
+      std::ranges::find(result.keys, std::string("tid_wide"), &workflow::KeyItem::access_key_id);
+  REQUIRE(wide != result.keys.end());
+  CHECK(wide->status == KeyOutcome::kept);
+  CHECK(result.forks[2].key == KeyOutcome::kept);
+
+  const auto after = workflow::read_manifest(dir.path / "run.json");
+  for (const auto& fork : after.forks) {
+    CHECK(fork.status == workflow::ForkStatus::deleted);
+    CHECK(fork.key_revoked);
+  }
+  // A re-run from the updated manifest has nothing left to do.
+  const auto again = workflow::run_teardown(
+      client, workflow::plan_from_manifests({{dir.path / "run.json", after}}, false, false),
+      no_interrupt);
+  CHECK(again.exit_code == 0);
+  CHECK(again.forks.empty());
 }
 
-TEST_CASE("forks of forks are deleted children-first", "[teardown]") {
+TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when it was given",
+          "[teardown]") {
+  TempDir dir;
+  SECTION("--keep-snapshot") {
+    FakeTigris tigris;
+    tigris.buckets["data"] = {};
+    tigris.snapshots.insert("data@" + tigris.next_version);
+    auto manifest = manifest_of(tigris, {"run-1"});
+    manifest.snapshot_taken = true;
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    const auto result = workflow::run_teardown(
+        client, manifest_plan(manifest, dir.path / "a.json", false, true), no_interrupt);
+    CHECK(result.exit_code == 0);
+    CHECK(tigris.snapshots.size() == 1);
+  }
+  SECTION("another fork of the source still uses it") {
+    FakeTigris tigris;
+    tigris.buckets["data"] = {};
+    tigris.snapshots.insert("data@" + tigris.next_version);
+    auto manifest = manifest_of(tigris, {"run-1"});
+    manifest.snapshot_taken = true;
+    tigris.buckets["someone-else"] = {"data", tigris.next_version};
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    const auto result =
+        workflow::run_teardown(client, manifest_plan(manifest, dir.path / "b.json"), no_interrupt);
+    CHECK(result.exit_code == 0);
+    CHECK(tigris.snapshots.size() == 1);
+    REQUIRE(result.snapshots.size() == 1);
+    CHECK(result.snapshots[0].status == BucketOutcome::skipped);
+  }
+  SECTION("a snapshot the run was given stays unless --delete-snapshot") {
+    FakeTigris tigris;
+    tigris.buckets["data"] = {};
+    tigris.snapshots.insert("data@" + tigris.next_version);
+    auto manifest = manifest_of(tigris, {"run-1"});
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    workflow::run_teardown(client, manifest_plan(manifest, dir.path / "c.json"), no_interrupt);
+    CHECK(tigris.snapshots.size() == 1);
+    manifest = manifest_of(tigris, {"run-2"});
+    workflow::run_teardown(client, manifest_plan(manifest, dir.path / "d.json", true),
+                           no_interrupt);
+    CHECK(tigris.snapshots.empty());
+  }
+  SECTION("a run killed before it learnt its version: found by its name") {
+    FakeTigris tigris;
+    tigris.buckets["data"] = {};
+    tigris.snapshots.insert("data@" + tigris.next_version);
+    tigris.snapshot_names["data@" + tigris.next_version] = "tfork run";
+    tigris.snapshots.insert("data@1");  // another snapshot, unnamed: untouched
+    auto manifest = manifest_of(tigris, {"run-1"});
+    manifest.snapshot.clear();
+    manifest.snapshot_name = "tfork run";
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    const auto result =
+        workflow::run_teardown(client, manifest_plan(manifest, dir.path / "e.json"), no_interrupt);
+    CHECK(result.exit_code == 0);
+    CHECK(tigris.snapshots == std::set<std::string>{"data@1"});
+  }
+}
+
+TEST_CASE("a fork parent is left with its key unless --recursive, which goes children first",
+          "[teardown]") {
   FakeTigris tigris;
   tigris.buckets["data"] = {};
   tigris.buckets["aaa"] = {"data", "1"};
   tigris.buckets["aaa-child"] = {"aaa", "2"};
   tigris.buckets["aaa-grandchild"] = {"aaa-child", "3"};
   tigris.buckets["bbb"] = {"data", "1"};
+  tigris.keys["tid_aaa"] = {"aaa-key", "aaa", "Editor"};
   auto transport = tigris.transport();
   auto client = make_client(*transport);
 
-  const auto plan = workflow::plan_from_names({"aaa", "aaa-child", "bbb", "aaa-grandchild"});
-  const auto result = workflow::run_teardown(client, plan, no_interrupt);
+  auto plan = workflow::plan_from_names({"aaa", "bbb"});
+  auto result = workflow::run_teardown(client, plan, no_interrupt);
+  CHECK(result.exit_code == 7);
+  CHECK(result.forks[0].status == BucketOutcome::skipped);
+  CHECK(result.forks[0].error->code == "BucketHasForks");
+  CHECK(result.forks[1].status == BucketOutcome::deleted);
+  CHECK(tigris.buckets.contains("aaa"));
+  CHECK(tigris.keys.contains("tid_aaa"));  // its key untouched
+
+  transport->requests.clear();
+  plan = workflow::plan_from_names({"aaa"});
+  plan.recursive = true;
+  result = workflow::run_teardown(client, plan, no_interrupt);
   CHECK(result.exit_code == 0);
   CHECK(tigris.buckets.size() == 1);
+  CHECK(tigris.keys.empty());
   const auto& requests = transport->requests;
   const auto grandchild = index_of(requests, "DELETE", k_endpoint + "/aaa-grandchild");
   const auto child = index_of(requests, "DELETE", k_endpoint + "/aaa-child");
   const auto parent = index_of(requests, "DELETE", k_endpoint + "/aaa");
   CHECK(grandchild < child);
   CHECK(child < parent);
-  // Output keeps the order the user gave.
-  CHECK(result.forks[3].bucket == "aaa-grandchild");
-  CHECK(result.forks[0].key == KeyOutcome::none);
+  CHECK(result.forks[0].bucket == "aaa");  // the named one first, descendants after
+  CHECK(result.forks.size() == 3);
 }
 
-TEST_CASE("teardown refuses buckets that are not forks", "[teardown]") {
+TEST_CASE("teardown refuses buckets that are not forks, or forks of another source", "[teardown]") {
   FakeTigris tigris;
   tigris.buckets["data"] = {};
   tigris.buckets["plain"] = {};
   tigris.buckets["run-1"] = {"data", "1"};
+  tigris.buckets["other-1"] = {"elsewhere", "1"};
+  tigris.buckets["elsewhere"] = {};
   auto transport = tigris.transport();
   auto client = make_client(*transport);
+  const auto result = workflow::run_teardown(
+      client, workflow::plan_from_names({"data", "run-1", "plain"}), no_interrupt);
+  CHECK(result.forks[0].status == BucketOutcome::skipped);
+  CHECK(result.forks[1].status == BucketOutcome::deleted);
+  CHECK(result.forks[2].status == BucketOutcome::skipped);
+  CHECK(result.exit_code == 7);
+  CHECK(tigris.buckets.contains("data"));
+  CHECK(tigris.buckets.contains("plain"));
 
-  SECTION("by default") {
-    const auto result = workflow::run_teardown(
-        client, workflow::plan_from_names({"data", "run-1", "plain"}), no_interrupt);
-    CHECK(result.exit_code == 7);
-    CHECK(result.forks[0].status == BucketOutcome::skipped);
-    REQUIRE(result.forks[0].error);
-    CHECK(result.forks[0].error->code == "NotAFork");
-    CHECK(result.forks[1].status == BucketOutcome::deleted);
-    CHECK(result.forks[2].status == BucketOutcome::skipped);
-    CHECK(tigris.buckets.contains("data"));
-    CHECK(tigris.buckets.contains("plain"));
-    for (const auto& sent : transport->requests)
-      if (sent.method == "DELETE") CHECK(sent.url == k_endpoint + "/run-1");
-  }
-  SECTION("only refusals: the refusal's exit code") {
-    const auto result =
-        workflow::run_teardown(client, workflow::plan_from_names({"plain"}), no_interrupt);
-    CHECK(result.exit_code == 6);
-    REQUIRE(result.error);
-    CHECK_THAT(result.error->message, Catch::Contains("not a fork"));
-  }
-  SECTION("with --allow-non-fork") {
-    auto plan = workflow::plan_from_names({"plain"});
-    plan.allow_non_fork = true;
-    const auto result = workflow::run_teardown(client, plan, no_interrupt);
-    CHECK(result.exit_code == 0);
-    CHECK_FALSE(tigris.buckets.contains("plain"));
-  }
-  SECTION("a manifest's fork that is now a fork of another source") {
-    tigris.buckets["run-1"] = {"plain", "1"};
-    workflow::Manifest manifest;
-    manifest.source = "data";
-    workflow::ManifestFork fork;
-    fork.bucket = "run-1";
-    fork.status = workflow::ForkStatus::created;
-    manifest.forks.push_back(fork);
-    const auto result = workflow::run_teardown(
-        client, workflow::plan_from_manifests({manifest}, false), no_interrupt);
-    CHECK(result.forks[0].status == BucketOutcome::skipped);
-    CHECK(tigris.buckets.contains("run-1"));
-  }
+  TempDir dir;
+  workflow::Manifest manifest;
+  manifest.source = "data";
+  workflow::ManifestFork fork;
+  fork.bucket = "other-1";
+  fork.status = workflow::ForkStatus::created;
+  manifest.forks.push_back(fork);
+  const auto refused =
+      workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"), no_interrupt);
+  CHECK(refused.forks[0].status == BucketOutcome::skipped);
+  CHECK(tigris.buckets.contains("other-1"));
 }
 
-TEST_CASE("teardown failures are per fork and exit 7", "[teardown]") {
+TEST_CASE("HeadBucket 404 is no proof: the force DELETE goes out, and its 404 says gone",
+          "[teardown]") {
+  TempDir dir;
   FakeTigris tigris;
   tigris.buckets["data"] = {};
-  const auto manifest = manifest_of(tigris, {"run-1", "run-2"});
+  auto manifest = manifest_of(tigris, {"run-1", "run-2"});
+  tigris.buckets.erase("run-2");  // really gone
+  // run-1 exists but is not visible yet.
   tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
-    if (r.method == "DELETE" && r.bucket == "run-2") return xml_error(500, "InternalError");
+    if (r.method == "HEAD" && r.bucket == "run-1") return http::Response{404, {}, "", 1};
     return std::nullopt;
   };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto result = workflow::run_teardown(
-      client, workflow::plan_from_manifests({manifest}, false), no_interrupt);
-  CHECK(result.exit_code == 7);
+  const auto result =
+      workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"), no_interrupt);
+  CHECK(result.exit_code == 0);
   CHECK(result.forks[0].status == BucketOutcome::deleted);
-  CHECK(result.forks[1].status == BucketOutcome::failed);
-  CHECK(result.forks[1].key == KeyOutcome::deleted);
-  const auto json = workflow::to_json(result);
-  CHECK(json["forks"][1]["error"]["code"] == "InternalError");
-  CHECK(json["forks"][1]["error"]["http_status"] == 500);
+  CHECK(result.forks[1].status == BucketOutcome::already_gone);
+  CHECK_FALSE(tigris.buckets.contains("run-1"));
+  CHECK(tigris.keys.empty());
+
+  // By name, a bucket that was never there is not-found.
+  const auto missing =
+      workflow::run_teardown(client, workflow::plan_from_names({"never-was"}), no_interrupt);
+  CHECK(missing.forks[0].status == BucketOutcome::not_found);
+  CHECK(sent(transport->requests, "DELETE", k_endpoint + "/never-was"));
 }
 
-TEST_CASE("--source S --prefix P tears down the matching forks of S", "[teardown]") {
+TEST_CASE("a refused parent delete is retried whatever the status, within a bound", "[teardown]") {
   FakeTigris tigris;
   tigris.buckets["data"] = {};
-  tigris.buckets["other"] = {};
-  tigris.buckets["run-1"] = {"data", "1"};
-  tigris.buckets["run-2"] = {"data", "1"};
-  tigris.buckets["keep-1"] = {"data", "1"};
-  tigris.buckets["run-x"] = {"other", "1"};
-  tigris.buckets["run-1x"] = {"data", "1"};  // not a name fork create --prefix run gives
+  tigris.buckets["aaa"] = {"data", "1"};
+  tigris.buckets["aaa-1"] = {"aaa", "2"};
+  int refusals = 0;
+  std::string status_code = "400:BucketHasChildren";
+  tigris.fail_when = [&](const ParsedRequest& r) -> std::optional<http::Result> {
+    if (r.method == "DELETE" && r.bucket == "aaa" && refusals < 2) {
+      ++refusals;
+      const auto colon = status_code.find(':');
+      return xml_error(std::stoi(status_code.substr(0, colon)), status_code.substr(colon + 1));
+    }
+    return std::nullopt;
+  };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
+  SECTION("400 and 403 with a fork-related code, and 409") {
+    for (const auto* answer :
+         {"400:BucketHasChildren", "403:ForkDependencyExists", "409:Conflict"}) {
+      tigris.buckets["aaa"] = {"data", "1"};
+      tigris.buckets["aaa-1"] = {"aaa", "2"};
+      refusals = 0;
+      status_code = answer;
+      auto plan = workflow::plan_from_names({"aaa"});
+      plan.recursive = true;
+      const auto result = workflow::run_teardown(client, plan, no_interrupt);
+      CHECK(result.exit_code == 0);
+      CHECK(refusals == 2);
+      CHECK_FALSE(tigris.buckets.contains("aaa"));
+    }
+  }
+  SECTION("another 403 is not retried") {
+    status_code = "403:AccessDenied";
+    auto plan = workflow::plan_from_names({"aaa"});
+    plan.recursive = true;
+    const auto result = workflow::run_teardown(client, plan, no_interrupt);
+    CHECK(result.forks[0].status == BucketOutcome::failed);
+    CHECK(refusals == 1);
+  }
+  SECTION("the bound: a parent refused for ever fails") {
+    refusals = -1000000;
+    auto plan = workflow::plan_from_names({"aaa"});
+    plan.recursive = true;
+    plan.parent_retry_budget = std::chrono::milliseconds(300);
+    const auto result = workflow::run_teardown(client, plan, no_interrupt);
+    CHECK(result.forks[0].status == BucketOutcome::failed);
+    CHECK(result.forks[0].error->code == "BucketHasChildren");
+  }
+}
 
-  auto check = [&] {
-    const auto plan = workflow::plan_from_source(client, "data", "run-");
+TEST_CASE("--source --prefix: only entries whose fork information names the source", "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.buckets["run-2"] = {"data", "1"};
+  tigris.buckets["run-3"] = {};              // a plain bucket with a run-like name
+  tigris.buckets["run-4"] = {"other", "1"};  // a fork of another source
+  tigris.buckets["other"] = {};
+  tigris.buckets["run-x"] = {"data", "1"};  // not a name fork create gives
+  for (const bool quirk : {false, true}) {
+    tigris.fork_listing_keeps_info = quirk;  // a gateway that ignores X-Tigris-Fork
+    auto transport = tigris.transport();
+    auto client = make_client(*transport);
+    const auto plan = workflow::plan_from_source(
+        client, {"data", "run-", false, std::nullopt, true}, std::chrono::system_clock::now());
     REQUIRE(plan.targets.size() == 2);
     CHECK(plan.targets[0].bucket == "run-1");
     CHECK(plan.targets[1].bucket == "run-2");
-    const auto result = workflow::run_teardown(client, plan, no_interrupt);
-    CHECK(result.exit_code == 0);
-    CHECK(tigris.buckets.size() == 5);
-    CHECK(tigris.buckets.contains("keep-1"));
-    CHECK(tigris.buckets.contains("run-x"));
-    CHECK(tigris.buckets.contains("run-1x"));
+  }
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  CHECK_THROWS_AS(workflow::plan_from_source(client, {"data", "", false, std::nullopt, false},
+                                             std::chrono::system_clock::now()),
+                  TforkError);
+}
+
+TEST_CASE("--source --all [--older-than]", "[teardown]") {
+  FakeTigris tigris;  // every listing entry says it was created 2026-01-01T00:00:00Z
+  tigris.buckets["data"] = {};
+  tigris.buckets["a-1"] = {"data", "1"};
+  tigris.buckets["b-7"] = {"data", "1"};
+  tigris.buckets["plain"] = {};
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  const auto now = std::chrono::sys_days(std::chrono::January / 2 / 2026) + std::chrono::hours(0);
+  auto plan = workflow::plan_from_source(client, {"data", "", true, std::nullopt, false}, now);
+  CHECK(plan.targets.size() == 2);
+  CHECK(plan.snapshots.size() == 1);  // snapshots named "tfork ..." that no fork uses
+  plan = workflow::plan_from_source(client, {"data", "", true, std::chrono::hours(12), false}, now);
+  CHECK(plan.targets.size() == 2);
+  plan = workflow::plan_from_source(client, {"data", "", true, std::chrono::hours(48), false}, now);
+  CHECK(plan.targets.empty());
+
+  CHECK(workflow::parse_duration("90s") == std::chrono::seconds(90));
+  CHECK(workflow::parse_duration("30m") == std::chrono::seconds(1800));
+  CHECK(workflow::parse_duration("2d") == std::chrono::seconds(172800));
+  CHECK(workflow::parse_duration("1w") == std::chrono::seconds(604800));
+  CHECK_FALSE(workflow::parse_duration("0h"));
+  CHECK_FALSE(workflow::parse_duration("h"));
+  CHECK_FALSE(workflow::parse_duration("5y"));
+  CHECK_FALSE(workflow::parse_duration("-5m"));
+}
+
+TEST_CASE("without the key listing nothing is deleted", "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
+    if (r.method == "POST" && r.query.contains("Detailed")) return xml_error(500, "InternalError");
+    return std::nullopt;
   };
-  SECTION("the fork-scoped listing") {
-    check();
-  }
-  SECTION("an older gateway that ignores X-Tigris-Fork: the full listing, filtered") {
-    tigris.ignore_fork_header = true;
-    check();
-  }
-  CHECK_THROWS_AS(workflow::plan_from_source(client, "data", ""), TforkError);
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  const auto result =
+      workflow::run_teardown(client, workflow::plan_from_names({"run-1"}), no_interrupt);
+  CHECK(result.exit_code != 0);
+  CHECK(tigris.buckets.contains("run-1"));
+  CHECK_FALSE(sent(transport->requests, "DELETE", k_endpoint + "/run-1"));
 }
 
 TEST_CASE("teardown of names validates them first", "[teardown]") {
   CHECK_THROWS_AS(workflow::plan_from_names({"ok-name", "NOT_OK"}), TforkError);
-}
-
-TEST_CASE("teardown by name revokes the fork's key, and never a refused bucket's key",
-          "[teardown]") {
-  FakeTigris tigris;
-  tigris.buckets["data"] = {};
-  tigris.buckets["plain"] = {};
-  tigris.buckets["run-1"] = {"data", "1"};
-  tigris.keys["tid_fork"] = {"run-1-key", "run-1", "Editor"};
-  tigris.keys["tid_plain"] = {"plain-key", "plain", "Editor"};
-  tigris.keys["tid_other"] = {"run-1-key", "elsewhere", "Editor"};  // same name, not scoped
-  auto transport = tigris.transport();
-  auto client = make_client(*transport);
-
-  const auto result =
-      workflow::run_teardown(client, workflow::plan_from_names({"run-1", "plain"}), no_interrupt);
-
-  CHECK(result.forks[0].status == BucketOutcome::deleted);
-  CHECK(result.forks[0].key == workflow::KeyOutcome::deleted);
-  CHECK(result.forks[1].status == BucketOutcome::skipped);
-  CHECK(result.forks[1].key == workflow::KeyOutcome::none);
-  CHECK_FALSE(tigris.keys.contains("tid_fork"));
-  CHECK(tigris.keys.contains("tid_plain"));
-  CHECK(tigris.keys.contains("tid_other"));
-}
-
-TEST_CASE(
-    "teardown by name: keys of forks already gone are revoked; a failed key lookup keeps "
-    "the bucket for a re-run",
-    "[teardown]") {
-  FakeTigris tigris;
-  tigris.buckets["data"] = {};
-  tigris.buckets["run-2"] = {"data", "1"};
-  tigris.keys["tid_gone"] = {"run-1-key", "run-1", "Editor"};  // run-1 itself is gone
-  tigris.keys["tid_two"] = {"run-2-key", "run-2", "Editor"};
-  auto transport = tigris.transport();
-  auto client = make_client(*transport);
-
-  SECTION("already gone") {
-    const auto result =
-        workflow::run_teardown(client, workflow::plan_from_names({"run-1"}), no_interrupt);
-    CHECK(result.exit_code == 0);
-    CHECK(result.forks[0].status == BucketOutcome::already_gone);
-    CHECK(result.forks[0].key == KeyOutcome::deleted);
-    CHECK_FALSE(tigris.keys.contains("tid_gone"));
-  }
-  SECTION("the key listing fails") {
-    tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
-      if (r.method == "POST" && r.form.count("Action") && r.form.at("Action") == "ListAccessKeys")
-        return http::Response{500, {}, "<Error><Code>InternalError</Code></Error>", 1};
-      return std::nullopt;
-    };
-    const auto result =
-        workflow::run_teardown(client, workflow::plan_from_names({"run-2"}), no_interrupt);
-    CHECK(result.exit_code != 0);
-    CHECK(result.forks[0].status == BucketOutcome::failed);
-    CHECK(tigris.buckets.contains("run-2"));
-    CHECK(tigris.keys.contains("tid_two"));
-
-    tigris.fail_when = {};  // the re-run finishes the job
-    const auto again =
-        workflow::run_teardown(client, workflow::plan_from_names({"run-2"}), no_interrupt);
-    CHECK(again.exit_code == 0);
-    CHECK_FALSE(tigris.buckets.contains("run-2"));
-    CHECK_FALSE(tigris.keys.contains("tid_two"));
-  }
 }

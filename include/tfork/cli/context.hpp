@@ -38,7 +38,9 @@ struct GlobalOptions {
 
 // Set by the SIGINT handler; the transport stops in-flight requests when it is set.
 std::atomic<bool>& interrupted();
-void install_interrupt_handler();
+void install_interrupt_handler();  // SIGINT and SIGTERM set interrupted()
+// 130 becomes 143 when the interruption was SIGTERM (cli.md §6); other codes pass.
+int interrupted_exit_code(int code);
 
 class Context {
  public:

@@ -28,6 +28,10 @@ struct Request {
   std::string url;     // scheme://host[:port]/wire-path[?wire-query], already percent-encoded
   Headers headers;     // sent exactly as given (including Host, x-amz-*, Authorization)
   std::string body;
+  // When set, a retry sends what this returns instead: the same request signed again, with
+  // the date of the moment it goes out (a signature is only good for minutes, and a slow
+  // retry must not arrive with a stale x-amz-date). Called on the thread of send/send_all.
+  std::function<Request()> resign{};
 };
 
 struct Response {
@@ -53,8 +57,13 @@ using Result = std::expected<Response, TransportError>;
 // Retry policy of cli.md §7: up to max_attempts sends in all; exponential backoff with full
 // jitter; on connection errors, timeouts, 429/500/502/503/504 and a SlowDown error body;
 // never on other 4xx.
+//
+// Throttling (429, 503, a SlowDown body) is a request to slow down, not a failure: while the
+// answers are throttling a request gets up to throttle_attempts sends (unless max_attempts is
+// 1, meaning no retries at all), and send_all narrows its window meanwhile (AIMD, below).
 struct RetryPolicy {
   int max_attempts = 3;
+  int throttle_attempts = 10;
   std::chrono::milliseconds base_delay{100};
   std::chrono::milliseconds max_delay{20000};
 };
@@ -79,8 +88,11 @@ class Transport {
   virtual Result send(const Request& request) = 0;
 
   // Sends every request with at most `max_parallel` in flight over reused connections, and
-  // returns one result per request, in input order. `on_done` (optional) is called on the
-  // calling thread as each request finishes, with its index and result.
+  // returns one result per request, in input order. The number in flight adapts to
+  // throttling (additive increase, multiplicative decrease): after each window of as many
+  // answers as requests allowed in flight, the window halves when at least a third of those
+  // answers were throttling, and grows by one (up to `max_parallel`) otherwise. `on_done`
+  // (optional) is called on the calling thread as each request finishes, with its index and result.
   virtual std::vector<Result> send_all(
       std::span<const Request> requests, std::size_t max_parallel,
       const std::function<void(std::size_t, const Result&)>& on_done = {}) = 0;
@@ -96,6 +108,23 @@ std::unique_ptr<Transport> make_curl_transport(const Options& options);
 // operation's payload (it may be an object that merely contains that text), so it never
 // counts as throttling.
 bool is_retryable_response(const Response& response);
+// True for the throttling answers among those: 429, 503, or a SlowDown error body.
+bool is_throttling_response(const Response& response);
+
+// The additive-increase, multiplicative-decrease window of send_all, on its own so that its
+// arithmetic can be tested: `limit()` requests may be in flight.
+class ConcurrencyWindow {
+ public:
+  explicit ConcurrencyWindow(std::size_t max_parallel);
+  std::size_t limit() const { return limit_; }
+  void answered(bool throttled);  // one answer came back (not counting transport errors)
+
+ private:
+  std::size_t max_;
+  std::size_t limit_;
+  std::size_t answers_ = 0;
+  std::size_t throttled_ = 0;
+};
 
 // The upper bound of the full-jitter backoff before retry number `retry` (1 before the second
 // send): min(max_delay, base_delay * 2^(retry - 1)). The actual sleep is uniform in [0, bound].

@@ -36,6 +36,11 @@ std::string rfc3339_from_ns(std::int64_t ns);
 // returned unchanged when it cannot be parsed.
 std::string normalise_rfc3339(std::string_view text);
 
+// `text` safe for a terminal: control characters (C0, DEL, C1) and bytes that are not UTF-8
+// become \n, \t, \r or \xHH, so a name or message from a server cannot move the cursor, change
+// colours or forge lines (cli.md §7). Tables escape every cell with it.
+std::string printable(std::string_view text);
+
 // `text` in single quotes for a POSIX shell, zsh or fish ("it's" -> 'it'\''s').
 std::string shell_quote(std::string_view text);
 

@@ -57,6 +57,8 @@ enum class Err {
   bucket_already_exists,
   bucket_not_empty,
   bucket_has_forks,
+  bucket_has_children,
+  operation_aborted,
   not_snapshot_enabled,
   snapshot_read_only,
   invalid_part,
@@ -158,6 +160,14 @@ inline constexpr std::array k_error_table = {
     // client maps it to the conflict exit code.
     ErrorSpec{Err::bucket_has_forks, 409, "BucketHasForks",
               "The bucket has forks; delete the forks first."},
+    // `serve --quirks parent-delete-400`: the same refusal as a gateway that answers it with
+    // a 400 and a code of its own (tigris-wire §9 leaves the real answer open).
+    ErrorSpec{Err::bucket_has_children, 400, "BucketHasChildren",
+              "The bucket has child forks and cannot be deleted."},
+    // `serve --quirks fork-conflict-409`: a conflicting concurrent operation (S3's code).
+    ErrorSpec{Err::operation_aborted, 409, "OperationAborted",
+              "A conflicting conditional operation is currently in progress against this "
+              "resource. Please try again."},
     // UNCONFIRMED (tigris-wire §9: a snapshot on a non-snapshot bucket, or a fork of one,
     // [400 InvalidRequest]).
     ErrorSpec{Err::not_snapshot_enabled, 400, "InvalidRequest",

@@ -7,6 +7,7 @@
 #include "tfork/server/body.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/target.hpp"
+#include "tfork/server/variance.hpp"
 #include "tfork/store/store.hpp"
 
 #include <chrono>
@@ -25,6 +26,7 @@ struct HandlerOptions {
   std::function<std::chrono::system_clock::time_point()> clock = [] {
     return std::chrono::system_clock::now();
   };
+  VarianceOptions variance;  // how it departs from its best behaviour (cli.md §8)
 };
 
 // What the head of a request decided (Handler::admit): who sent it and where its body goes.
@@ -66,6 +68,7 @@ class Handler {
 
   store::Store& store_;
   HandlerOptions options_;
+  Variance variance_;
 };
 
 // 16 upper-case hex digits, as S3 and s3rver put in x-amz-request-id.

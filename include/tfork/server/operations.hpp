@@ -9,6 +9,7 @@
 #include "tfork/server/payload.hpp"
 #include "tfork/server/principal.hpp"
 #include "tfork/server/target.hpp"
+#include "tfork/server/variance.hpp"
 #include "tfork/store/store.hpp"
 
 #include <chrono>
@@ -28,6 +29,7 @@ struct Context {
   DecodedBody body;           // de-framed and verified
   store::Metadata checksums;  // verified x-amz-checksum-* values of the body
   std::chrono::system_clock::time_point now;
+  Variance& variance;  // serve --quirks / --consistency-delay (variance.hpp)
 
   bool is_head() const { return request.method == "HEAD"; }
   const std::string* header(std::string_view name) const { return request.header(name); }

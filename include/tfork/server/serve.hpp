@@ -1,6 +1,7 @@
 #pragma once
 // `tfork serve`: the local Tigris-compatible store (cli.md §8, server-design.md).
 
+#include "tfork/server/variance.hpp"
 #include "tfork/store/store.hpp"
 
 #include <filesystem>
@@ -19,6 +20,7 @@ struct ServeOptions {
   double fail_rate = 0.0;  // answer this share of requests with 503 SlowDown
   int threads = 8;         // event threads of the HTTP server (delays do not hold one)
   store::Durability durability = store::Durability::normal;
+  VarianceOptions variance;  // --quirks, --consistency-delay
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code. `on_ready` is called once the

@@ -80,6 +80,11 @@ std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response
 
 // ---- workflows of several requests
 
+// Every snapshot of `bucket` as listed (at most `limit` when > 0), all pages. Paging stops
+// on a page without entries or without a token, whatever the token says (a gateway may echo
+// the token it was sent on its last page), and on a repeated token. Throws TforkError.
+std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket, int limit = 0);
+
 // A fork of `source` as found by find_forks: the entry and the matching parent's snapshot.
 struct FoundFork {
   std::string bucket;

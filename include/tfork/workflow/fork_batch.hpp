@@ -19,9 +19,17 @@ namespace tfork::workflow {
 
 struct ForkCreatePlan {
   std::string source;
-  std::vector<std::string> names;            // the forks, in order
-  std::string snapshot;                      // --snapshot; "" takes one first
+  std::vector<std::string> names;  // the forks, in order
+  std::string snapshot;  // --snapshot VERSION (or the adopted manifest's); "" takes one first
+  // --snapshot NAME: resolved to the newest version of that name before any fork is made.
+  std::string snapshot_lookup;
+  // Accept --snapshot VERSION without checking that ListBucketSnapshots lists it.
+  bool any_version = false;
   std::optional<std::string> snapshot_name;  // the name of the snapshot taken (when taking one)
+  // The run continues another run's manifest (--exist-ok on an existing manifest): its
+  // entries for other forks are kept, and so is its snapshot.
+  std::optional<Manifest> adopted;
+  bool manifest_defaulted = false;  // ./<prefix>.manifest.json, chosen because keys are minted
   std::optional<iam::Role> role = iam::Role::editor;  // nullopt: --keys none
   std::optional<std::filesystem::path> manifest_path;
   bool keep_partial = false;
@@ -36,19 +44,23 @@ struct ForkCreateRequest {
   std::vector<std::string> names;  // explicit names (SOURCE NAME...)
   int count = 0;                   // -n N (0: not given)
   std::string prefix;              // --prefix ("" : <source>-fork-<unix-ms>)
-  std::string snapshot;
+  std::string snapshot;            // a version or a snapshot name
+  bool any_version = false;
   std::optional<std::string> snapshot_name;
   std::string keys = "editor";  // editor | readonly | none
   std::optional<std::filesystem::path> manifest_path;
   bool keep_partial = false;
   bool exist_ok = false;
-  bool overwrite_manifest = false;  // -y: replace an existing, non-empty manifest file
   int concurrency = 32;
 };
 
 // Checks everything that can be checked without a request and builds the plan; throws
 // TforkError(usage) with a one-line message naming the bad value and why (cli.md §4.6).
-// `now_ms` is the clock for the default prefix.
+// `now_ms` is the clock for the default prefix. A run that mints keys always gets a manifest
+// (default ./<prefix>.manifest.json). An existing manifest that records forks or keys is
+// another run's: TforkError(conflict) unless --exist-ok, which adopts it (same source only).
+// A manifest recording nothing that may exist (a run that failed before creating anything)
+// may be replaced.
 ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t now_ms);
 
 // The requests the plan sends, for --dry-run (the forks name a placeholder version when the

@@ -24,6 +24,7 @@ enum class ForkStatus {
   exists,       // adopted with --exist-ok: it existed as a fork of the same source
   failed,       // not created (see `error`)
   rolled_back,  // created by this run, then deleted after another item failed
+  deleted,      // removed by teardown (its key revoked)
 };
 std::string_view status_name(ForkStatus status);
 std::optional<ForkStatus> parse_fork_status(std::string_view text);
@@ -43,11 +44,12 @@ struct ManifestFork {
   std::optional<iam::Role> role;     // nullopt with --keys none
   std::optional<Error> error;        // why the fork or its key failed
   std::optional<AgentRecord> agent;  // its last agent's end, once one ran
+  bool key_revoked = false;          // teardown revoked the key (the id stays for the record)
 
   // A key was asked for but its id is not recorded (the run stopped while the request was in
   // flight): a key named `<bucket>-key` may exist, and teardown looks for it.
   bool key_may_be_unrecorded() const {
-    return role && access_key_id.empty() && !error &&
+    return role && access_key_id.empty() && !error && !key_revoked &&
            (status == ForkStatus::pending || status == ForkStatus::created ||
             status == ForkStatus::exists);
   }
@@ -58,10 +60,18 @@ struct ManifestFork {
 struct Manifest {
   std::string source;
   std::string snapshot;  // "" until the snapshot is known
+  // The run took `snapshot` itself (so teardown deletes it with the last fork, cli.md §5),
+  // under this name; a run killed before it learnt the version is found by the name.
+  bool snapshot_taken = false;
+  std::string snapshot_name;
   std::string endpoint;
   std::string iam_endpoint;
   std::vector<ManifestFork> forks;
 };
+
+// Whether the manifest records anything that may still exist (a fork or a key): such a file
+// is another run's record and is never overwritten (cli.md §4.4).
+bool records_live_resources(const Manifest& manifest);
 
 // The key each fork's access key is created under (cli.md §4.3).
 std::string key_name_for(std::string_view bucket);

@@ -1,56 +1,97 @@
 #pragma once
-// `teardown` (cli.md §5): revoke each fork's key and force-delete the fork, in parallel, forks
-// of forks children-first, only buckets that HeadBucket shows are forks. Idempotent: whatever
-// is already gone counts as done, so a re-run finishes an interrupted one.
+// `teardown` (cli.md §5): delete exactly the run's forks and never leave a key behind.
 //
-// Round trips for a flat set: HeadBucket + DeleteAccessKey together (1), DeleteBucket (1).
-// Keys are ours whatever the bucket has become, so their deletes do not wait for the safety
-// check; a bucket is deleted only after its key, so a live fork never outlives its revocation
-// by accident of ordering. Each further level of forks-of-forks adds one round trip.
+// 1. HeadBucket of every target (with the first page of ListAccessKeys in the same batch): a
+//    bucket is deleted only when it shows it is a fork, of the expected source when known. A
+//    fork parent is left alone, key included, unless --recursive, which finds its descendants
+//    through the fork listing and deletes them children first. HeadBucket 404 is no proof of
+//    absence (a new fork may not be visible yet): the force DELETE goes out anyway.
+// 2. Every access key whose roles are all on buckets being deleted (or already gone) is
+//    revoked, whatever its name; a key with roles elsewhere too is reported, not deleted.
+// 3. Buckets, children first; a parent refused because its children are still going
+//    (409, or 400/403 with a fork-related code) is retried with bounded, interruptible backoff.
+//    Only DeleteBucket 404 means gone.
+// 4. The snapshot a run took itself, once its last fork is gone and no remaining fork of the
+//    source was made from it (unless --keep-snapshot).
+// Manifests are rewritten as it goes (forks `deleted`, keys `revoked`).
 
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tfork::workflow {
 
+inline constexpr std::size_t k_no_manifest = static_cast<std::size_t>(-1);
+
 struct TeardownTarget {
   std::string bucket;
-  std::vector<std::string> key_ids;  // keys known to belong to it (from manifests)
-  bool find_key = false;        // a key `<bucket>-key` may exist unrecorded: look it up by name
-  std::string expected_source;  // when known (manifest, --source): it must be a fork of this
+  std::vector<std::string> key_ids;      // keys recorded for it (manifests)
+  std::string expected_source;           // when known (manifest, --source): a fork of this
+  std::size_t manifest = k_no_manifest;  // index into TeardownPlan::manifests
 };
 
 struct SnapshotTarget {
   std::string bucket;
-  std::string version;
+  std::string version;  // "" : look it up by `name` (a run killed before it learnt it)
+  std::string name;
+  // Deleted only when no remaining fork of `bucket` was made from it (a snapshot the run took
+  // itself); false for --delete-snapshot of a snapshot the run was given.
+  bool only_if_unused = true;
+  std::size_t manifest = k_no_manifest;  // its forks must all be gone first
+  bool name_is_prefix = false;           // every snapshot whose name starts with `name` (--all)
+  std::optional<std::int64_t> created_before;  // Unix seconds (--all --older-than)
+};
+
+struct ManifestFile {
+  std::filesystem::path path;
+  Manifest manifest;
 };
 
 struct TeardownPlan {
   std::vector<TeardownTarget> targets;    // in output order, each bucket once
-  std::vector<SnapshotTarget> snapshots;  // --delete-snapshot: deleted after the forks
+  std::vector<SnapshotTarget> snapshots;  // deleted after the forks
+  std::vector<ManifestFile> manifests;    // updated as the teardown goes
   bool allow_non_fork = false;
+  bool recursive = false;
   std::size_t concurrency = 32;
   bool progress = false;
+  // How long a refused parent delete is retried (children still disappearing).
+  std::chrono::milliseconds parent_retry_budget{30000};
 };
 
-// The plan for manifests: every fork that may exist (pending, created, exists, or a failure
-// without a definite answer) and every recorded key; the manifests' snapshots with
+// The plan for manifests: every fork that may exist and every recorded key. The snapshot a
+// run took itself is added unless `keep_snapshot`; a snapshot it was given only with
 // `delete_snapshot`. A bucket named in several manifests appears once with all its keys.
-TeardownPlan plan_from_manifests(const std::vector<Manifest>& manifests, bool delete_snapshot);
+TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delete_snapshot,
+                                 bool keep_snapshot);
 // The plan for FORK... (names validated: throws TforkError(usage) before anything is sent).
 TeardownPlan plan_from_names(const std::vector<std::string>& names);
-// The forks of `source` whose names start with `prefix` (ListBuckets + X-Tigris-Fork, with
-// the full-listing fallback of tigris-wire.md §2.8c). Throws TforkError when listing fails.
-TeardownPlan plan_from_source(tigris::Client& client, const std::string& source,
-                              const std::string& prefix);
 
-enum class BucketOutcome { deleted, already_gone, failed, skipped };
-enum class KeyOutcome { deleted, already_gone, none, failed };
+struct SourceSelection {
+  std::string source;
+  std::string prefix;                              // forks named PREFIX-<n>; "" with `all`
+  bool all = false;                                // every fork of the source
+  std::optional<std::chrono::seconds> older_than;  // with `all`: created before now - this
+  bool keep_snapshot = false;
+};
+// The forks of a source (the fork listing, entries with fork information naming it only;
+// tigris-wire.md §2.8c fallback included). Throws TforkError when listing fails.
+TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
+                              std::chrono::system_clock::time_point now);
+
+// "30m", "12h", "7d", "90s", "2w" (a positive count and one unit); nullopt when malformed.
+std::optional<std::chrono::seconds> parse_duration(std::string_view text);
+
+enum class BucketOutcome { deleted, already_gone, not_found, failed, skipped };
+enum class KeyOutcome { deleted, already_gone, none, failed, kept };
 
 struct TeardownItem {
   std::string bucket;
@@ -59,27 +100,35 @@ struct TeardownItem {
   std::optional<Error> error;
 };
 
+struct KeyItem {
+  std::string access_key_id;
+  std::string name;
+  KeyOutcome status = KeyOutcome::failed;  // deleted | already-gone | failed | kept
+  std::optional<Error> error;
+};
+
 struct SnapshotItem {
   std::string bucket;
   std::string version;
-  BucketOutcome status = BucketOutcome::failed;  // deleted | already-gone | failed
+  BucketOutcome status = BucketOutcome::failed;  // deleted | already-gone | skipped | failed
   std::optional<Error> error;
 };
 
 struct TeardownResult {
   std::vector<TeardownItem> forks;
+  std::vector<KeyItem> keys;
   std::vector<SnapshotItem> snapshots;
   int exit_code = 0;  // 0; 130; one error kind's code when every item failed for it; else 7
   std::optional<Error> error;  // what to say on stderr when exit_code != 0
 };
 
 // `{"forks": [{"bucket", "status", "key", "error"?}], "snapshots": [{"bucket", "version",
-// "status", "error"?}]}` (cli.md §6; "snapshots" is [] without --delete-snapshot).
+// "status", "error"?}], "keys": [{"access_key_id", "name", "status", "error"?}]}` (cli.md §6).
 output::Json to_json(const TeardownResult& result);
 std::string to_table(const TeardownResult& result);
 
-// The requests a teardown would send, for --dry-run (every delete, in wave order unknown
-// until HeadBucket answers: listed as heads, key deletes, then bucket deletes).
+// The requests a teardown would send, for --dry-run (what to delete is only known once
+// HeadBucket and ListAccessKeys answer: listed as heads, the key listing, bucket deletes).
 std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan);
 
 TeardownResult run_teardown(tigris::Client& client, const TeardownPlan& plan,

@@ -235,8 +235,10 @@ class CurlTransport final : public Transport {
         : owner_(owner),
           requests_(requests),
           parallel_(parallel),
+          window_(parallel),
           on_done_(on_done),
-          results_(requests.size()) {
+          results_(requests.size()),
+          resigned_(requests.size()) {
       for (std::size_t i = 0; i < requests.size(); ++i) {
         pending_.push_back(i);
       }
@@ -306,7 +308,7 @@ class CurlTransport final : public Transport {
 
     // Fills free slots: retries whose backoff is over first, then requests not yet sent.
     void start_ready() {
-      while (active_.size() < parallel_) {
+      while (active_.size() < window_.limit()) {
         const auto due = std::min_element(
             waiting_.begin(), waiting_.end(),
             [](const Waiting& a, const Waiting& b) { return a.ready_at < b.ready_at; });
@@ -325,7 +327,11 @@ class CurlTransport final : public Transport {
     }
 
     void start(std::size_t index, int attempts_so_far) {
-      const Request& request = requests_[index];
+      const Request* original = &requests_[index];
+      if (attempts_so_far > 0 && original->resign) {
+        resigned_[index] = original->resign();  // signed now, not when first sent
+      }
+      const Request& request = resigned_[index] ? *resigned_[index] : *original;
       auto transfer = std::make_unique<Transfer>();
       transfer->index = index;
       transfer->request = &request;
@@ -463,6 +469,7 @@ class CurlTransport final : public Transport {
       const Request& request = *transfer.request;
       Result result;
       bool retry = false;
+      bool throttled = false;
       if (code == CURLE_OK) {
         long status = 0;
         curl_easy_getinfo(transfer.easy.get(), CURLINFO_RESPONSE_CODE, &status);
@@ -473,6 +480,12 @@ class CurlTransport final : public Transport {
                       debug::loggable_body(transfer.response.body));
         }
         retry = is_retryable_response(transfer.response);
+        throttled = is_throttling_response(transfer.response);
+        window_.answered(throttled);
+        if (throttled && log_) {
+          log_->debug("[#{}] throttled: at most {} requests in flight now", transfer.index,
+                      window_.limit());
+        }
         result = std::move(transfer.response);
       } else {
         const TransportError::Kind kind = kind_of(code);
@@ -504,18 +517,21 @@ class CurlTransport final : public Transport {
         retry = is_retryable(code);
       }
 
-      if (retry && transfer.attempts < max_attempts() && cancelled()) {
+      const int budget = throttled && max_attempts() > 1
+                             ? std::max(max_attempts(), owner_.options_.retry.throttle_attempts)
+                             : max_attempts();
+      if (retry && transfer.attempts < budget && cancelled()) {
         // It would have been sent again: it is unfinished, so it ends as cancelled.
         finish(transfer.index, std::unexpected(cancelled_error(request, transfer.attempts)));
         return;
       }
-      if (retry && transfer.attempts < max_attempts()) {
+      if (retry && transfer.attempts < budget) {
         const auto ceiling = backoff_ceiling(owner_.options_.retry, transfer.attempts);
         const milliseconds delay{
             std::uniform_int_distribution<milliseconds::rep>(0, ceiling.count())(owner_.random_)};
         if (log_) {
           log_->debug("[#{}] retrying in {} ms (attempt {} of {})", transfer.index, delay.count(),
-                      transfer.attempts + 1, max_attempts());
+                      transfer.attempts + 1, budget);
         }
         waiting_.push_back(Waiting{Clock::now() + delay, transfer.index, transfer.attempts});
         return;
@@ -563,7 +579,7 @@ class CurlTransport final : public Transport {
     // ready time when a slot is free for it. curl_multi_poll also wakes for curl's own timers.
     int poll_timeout_ms() const {
       milliseconds wait = k_poll_interval;
-      if (active_.size() < parallel_) {
+      if (active_.size() < window_.limit()) {
         const auto now = Clock::now();
         for (const auto& waiting : waiting_) {
           const auto until = std::chrono::ceil<milliseconds>(waiting.ready_at - now);
@@ -576,8 +592,10 @@ class CurlTransport final : public Transport {
     CurlTransport& owner_;
     std::span<const Request> requests_;
     std::size_t parallel_;
+    ConcurrencyWindow window_;  // AIMD on throttling, at most parallel_
     const std::function<void(std::size_t, const Result&)>& on_done_;
     std::vector<std::optional<Result>> results_;
+    std::vector<std::optional<Request>> resigned_;  // the latest signed copy of a retried request
     std::size_t finished_ = 0;
     std::deque<std::size_t> pending_;
     std::vector<Waiting> waiting_;

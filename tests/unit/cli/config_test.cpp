@@ -183,6 +183,7 @@ TEST_CASE("addressing style defaults: virtual-hosted for Tigris, path style othe
 TEST_CASE("region: flag > AWS_REGION > AWS_DEFAULT_REGION > profile > auto", "[config]") {
   TempHome home;
   ConfigOverrides flags;
+  flags.endpoint_url = "http://127.0.0.1:9000";  // not Tigris: the AWS chain applies
   auto region = [&] { return resolve_config(flags, home.env()).region; };
   CHECK(region() == "auto");
   home.write(".aws/config", "[default]\nregion = profile-region\n");

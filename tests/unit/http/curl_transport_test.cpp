@@ -701,3 +701,79 @@ TEST_CASE("the request head on the wire holds exactly the given headers", "[http
       "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\nUser-Agent: tfork/test\r\nContent-Length: 5");
   CHECK(sorted_lines(wire.substr(0, head_end)) == expected);
 }
+
+TEST_CASE("a retry goes out re-signed: the request's resign() is sent instead", "[http]") {
+  std::mutex mutex;
+  std::vector<std::string> dates;
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    const std::lock_guard lock(mutex);
+    dates.push_back(request.get_header_value("x-amz-date"));
+    response.status = dates.size() == 1 ? 503 : 200;
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  Request request = get(server, "/signed");
+  request.headers.emplace_back("x-amz-date", "20261130T120000Z");
+  int resigned = 0;
+  request.resign = [&] {
+    ++resigned;
+    Request again = get(server, "/signed");
+    again.headers.emplace_back("x-amz-date", "20261130T120500Z");
+    return again;
+  };
+  const auto result = transport->send(request);
+  REQUIRE(result.has_value());
+  CHECK(result->status == 200);
+  CHECK(resigned == 1);
+  const std::lock_guard lock(mutex);
+  CHECK(dates == std::vector<std::string>{"20261130T120000Z", "20261130T120500Z"});
+}
+
+TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one otherwise", "[http]") {
+  tfork::http::ConcurrencyWindow window(16);
+  CHECK(window.limit() == 16);
+  for (int i = 0; i < 16; ++i)
+    window.answered(i % 2 == 0);  // half of a window throttled
+  CHECK(window.limit() == 8);
+  for (int i = 0; i < 8; ++i)
+    window.answered(i == 0);  // one in eight: noise, not a signal
+  CHECK(window.limit() == 9);
+  for (int round = 0; round < 10; ++round)
+    for (int i = 0; i < 64; ++i)
+      window.answered(false);
+  CHECK(window.limit() == 16);  // never above max_parallel
+  for (int round = 0; round < 10; ++round)
+    for (int i = 0; i < 16; ++i)
+      window.answered(true);
+  CHECK(window.limit() == 1);  // never below one
+}
+
+TEST_CASE("send_all narrows its window when the server throttles above a concurrency",
+          "[http]") {
+  // A server that answers 503 SlowDown whenever more than 4 requests are in flight.
+  std::atomic<int> in_flight{0};
+  std::atomic<int> throttled{0};
+  TestServer server([&](const httplib::Request&, httplib::Response& response) {
+    const int now = ++in_flight;
+    std::this_thread::sleep_for(10ms);
+    if (now > 4) {
+      ++throttled;
+      response.status = 503;
+      response.set_content(k_slow_down, "application/xml");
+    }
+    --in_flight;
+  });
+  Options options = fast_options();
+  options.retry.max_attempts = 3;
+  auto transport = tfork::http::make_curl_transport(options);
+  std::vector<Request> requests;
+  for (int i = 0; i < 120; ++i)
+    requests.push_back(get(server, "/item/" + std::to_string(i)));
+  const auto results = transport->send_all(requests, 20);
+  int ok = 0;
+  for (const auto& result : results)
+    ok += result.has_value() && result->status == 200;
+  // At full width (20) most sends would be throttled and many requests would run out of
+  // attempts; the narrowed window gets every request through.
+  CHECK(ok == 120);
+  CHECK(throttled.load() > 0);
+}

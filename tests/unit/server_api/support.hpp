@@ -47,14 +47,15 @@ struct Send {
 
 class Server {
  public:
-  Server() {
+  explicit Server(VarianceOptions variance = {}) {
     dir_ = std::filesystem::temp_directory_path() / ("tfork-server-test-" + crypto::random_hex(8));
     auto opened = store::Store::open(dir_);
     REQUIRE(opened.has_value());
     store_ = std::move(*opened);
     now_ = std::chrono::floor<std::chrono::seconds>(Clock::now());
     handler_ = std::make_unique<Handler>(
-        *store_, HandlerOptions{k_root_key, k_root_secret, [this] { return now_; }});
+        *store_,
+        HandlerOptions{k_root_key, k_root_secret, [this] { return now_; }, std::move(variance)});
   }
   ~Server() {
     handler_.reset();
@@ -68,6 +69,7 @@ class Server {
   store::Store& store() { return *store_; }
   Handler& handler() { return *handler_; }
   Clock::time_point now() const { return now_; }
+  void advance(std::chrono::milliseconds by) { now_ += by; }  // the server's clock moves on
 
   // A request signed with SigV4 headers (x-amz-date, x-amz-content-sha256, authorization).
   Request sign(const Send& send) const {
