@@ -8,6 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 require_aws_cli
 require_cmd curl
 start_server
+# A run that mints keys writes ./<prefix>.manifest.json when no --manifest is given.
+cd "$WORK"
 
 OUT="$WORK/out"
 mkdir -p "$OUT"
@@ -83,7 +85,8 @@ expect_rc "fork create" 0 tfork_cli --json fork create fw-src -n 4 --prefix fw-r
 cp "$OUT/stdout" "$OUT/create.json"
 check_eq "manifest mode" 600 "$(stat -c %a "$M")"
 cmp -s "$M" "$OUT/create.json" || fail "stdout and the manifest differ"
-check_fields "fork create" "$M" 'd' source snapshot endpoint iam_endpoint forks
+check_fields "fork create" "$M" 'd' source snapshot endpoint iam_endpoint forks snapshot_taken \
+  snapshot_name
 check_fields "fork create item" "$M" 'd["forks"][0]' bucket status access_key_id \
   secret_access_key role
 check_eq "snapshot" "$version" "$(json_get 'd["snapshot"]' <"$M")"
@@ -148,7 +151,7 @@ check_contains "fork env without key" "$(cat "$OUT/stderr")" "no access key"
 step "teardown --manifest removes keys and forks, keeps the source and its snapshot"
 expect_rc "teardown" 0 tfork_cli --json teardown --manifest "$M"
 cp "$OUT/stdout" "$OUT/teardown.json"
-check_fields "teardown" "$OUT/teardown.json" 'd' forks snapshots
+check_fields "teardown" "$OUT/teardown.json" 'd' forks snapshots keys
 check_fields "teardown item" "$OUT/teardown.json" 'd["forks"][0]' bucket status key
 check_eq "teardown statuses" '[["deleted", "deleted"], ["deleted", "deleted"], ["deleted", "deleted"], ["deleted", "deleted"]]' \
   "$(json_get '[[f["status"], f["key"]] for f in d["forks"]]' <"$OUT/teardown.json")"
@@ -160,9 +163,11 @@ fi
 aws_cli s3api head-bucket --bucket fw-src
 aws_cli s3api head-object --bucket fw-src --key after.txt >/dev/null
 check_contains "snapshots of the source" "$(tfork_cli --json snapshot ls fw-src)" "$version"
+# The manifest now records every fork deleted and every key revoked: nothing is left to do.
+check_eq "manifest after teardown" '[["deleted", "revoked"], ["deleted", "revoked"], ["deleted", "revoked"], ["deleted", "revoked"]]' \
+  "$(json_get '[[f["status"], f["key_status"]] for f in d["forks"]]' <"$M")"
 expect_rc "teardown again" 0 tfork_cli --json teardown --manifest "$M"
-check_eq "second teardown" '["already-gone", "already-gone", "already-gone", "already-gone"]' \
-  "$(json_get '[f["status"] for f in d["forks"]]' <"$OUT/stdout")"
+check_eq "second teardown" '[]' "$(json_get 'd["forks"]' <"$OUT/stdout")"
 tfork_cli teardown --manifest "$WORK/table.json" --manifest "$WORK/nokey.json" >/dev/null
 
 step "a bad name exits 64 and sends nothing"
@@ -203,9 +208,9 @@ aws_cli s3api head-bucket --bucket fw-rb-2
 expect_rc "teardown non-fork allowed" 0 tfork_cli teardown fw-rb-2 --allow-non-fork
 
 step "--exist-ok adopts an existing fork of the same source"
-tfork_cli fork create fw-src fw-eo-1 --keys none >/dev/null
+tfork_cli fork create fw-src fw-eo-1 --keys none --snapshot "$version" >/dev/null
 expect_rc "exist-ok" 0 tfork_cli --json fork create fw-src fw-eo-1 fw-eo-2 --exist-ok \
-  --manifest "$WORK/eo.json"
+  --snapshot "$version" --manifest "$WORK/eo.json"
 check_eq "exist-ok statuses" '["exists", "created"]' \
   "$(json_get '[f["status"] for f in d["forks"]]' <"$WORK/eo.json")"
 expect_rc "teardown exist-ok" 0 tfork_cli teardown --manifest "$WORK/eo.json"
@@ -254,6 +259,20 @@ expect_rc "teardown after SIGINT" 0 tfork_cli teardown --manifest "$WORK/int.jso
 check_eq "buckets left after SIGINT teardown" "" "$(buckets_named 'fw-int-*')"
 check_eq "keys left after SIGINT teardown" "" "$(keys_named 'fw-int-*')"
 aws_cli s3api head-bucket --bucket fw-slow
+
+step "SIGTERM is handled like SIGINT: exit 143, consistent manifest"
+"$TFORK" --concurrency 4 --json fork create fw-slow -n 32 --prefix fw-term \
+  --manifest "$WORK/term.json" >"$OUT/term.out" 2>"$OUT/term.err" &
+pid=$!
+sleep 1.5
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+check_eq "terminated exit" 143 "$rc"
+check_eq "forks listed after SIGTERM" 32 "$(json_get 'len(d["forks"])' <"$WORK/term.json")"
+expect_rc "teardown after SIGTERM" 0 tfork_cli teardown --manifest "$WORK/term.json"
+check_eq "buckets left after SIGTERM teardown" "" "$(buckets_named 'fw-term-*')"
+check_eq "keys left after SIGTERM teardown" "" "$(keys_named 'fw-term-*')"
 stop_server
 
 step "all fork workflow checks passed"
