@@ -174,19 +174,13 @@ std::unique_ptr<CLI::App> make_app(Context& context) {
   add_global_options(*app, context.options);
   app->footer(
       "Exit codes: 0 ok, 1 other, 2 auth, 3 not found, 4 throttled, 5 network, 6 conflict,\n"
-      "7 partial, 64 usage, 130 interrupted. See man tfork.");
+      "7 partial, 64 usage, 130/143 interrupted (SIGINT/SIGTERM). See man tfork.");
   app->parse_complete_callback([&context] { configure_logging(context.options, context.env()); });
   register_commands(*app, context);
   return app;
 }
 
-int run_app(int argc, char** argv);
-
 int run(int argc, char** argv) {
-  return interrupted_exit_code(run_app(argc, argv));
-}
-
-int run_app(int argc, char** argv) {
   Context context;
   return run(argc, argv, context);
 }
@@ -233,7 +227,8 @@ int run(int argc, char** argv, Context& context) {
   // Ctrl-C decides the exit code unless the command already reported a definite failure.
   if (interrupted().load() && (!result.error || result.error->kind == ErrorKind::partial))
     result.error = Error{ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}};
-  return finish(std::move(result), context);
+  // SIGTERM is handled like SIGINT; only the exit code tells them apart (cli.md §6).
+  return interrupted_exit_code(finish(std::move(result), context));
 }
 
 }  // namespace tfork::cli

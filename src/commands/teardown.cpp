@@ -65,8 +65,7 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
         "--all) (exactly one of them)");
   if ((!options.prefix.empty() || options.all) && options.source.empty())
     usage_error("--prefix and --all go with --source");
-  if (!options.prefix.empty() && options.all)
-    usage_error("give --prefix P or --all, not both");
+  if (!options.prefix.empty() && options.all) usage_error("give --prefix P or --all, not both");
   if (!options.older_than.empty() && !options.all)
     usage_error("--older-than goes with --source S --all");
   std::optional<std::chrono::seconds> older_than;

@@ -845,9 +845,9 @@ output::Json to_json(const TeardownResult& result) {
   }
   output::Json keys = output::Json::array();
   for (const auto& item : result.keys) {
-    keys.push_back(output::item_json(
-        output::Json{{"access_key_id", item.access_key_id}, {"name", item.name}},
-        {std::string(key_outcome_name(item.status)), item.error}));
+    keys.push_back(
+        output::item_json(output::Json{{"access_key_id", item.access_key_id}, {"name", item.name}},
+                          {std::string(key_outcome_name(item.status)), item.error}));
   }
   return output::Json{
       {"forks", std::move(forks)}, {"snapshots", std::move(snapshots)}, {"keys", std::move(keys)}};
@@ -864,8 +864,9 @@ std::string to_table(const TeardownResult& result) {
                "-", output::item_error_text(item_status(item))});
   for (const auto& item : result.keys)
     if (item.status == KeyOutcome::kept || item.status == KeyOutcome::failed)
-      table.row({"key " + item.access_key_id, std::string(key_outcome_name(item.status)), "-",
-                 output::item_error_text({std::string(key_outcome_name(item.status)), item.error})});
+      table.row(
+          {"key " + item.access_key_id, std::string(key_outcome_name(item.status)), "-",
+           output::item_error_text({std::string(key_outcome_name(item.status)), item.error})});
   return table.render("no forks to tear down\n");
 }
 

@@ -747,8 +747,7 @@ TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one other
   CHECK(window.limit() == 1);  // never below one
 }
 
-TEST_CASE("send_all narrows its window when the server throttles above a concurrency",
-          "[http]") {
+TEST_CASE("send_all narrows its window when the server throttles above a concurrency", "[http]") {
   // A server that answers 503 SlowDown whenever more than 4 requests are in flight.
   std::atomic<int> in_flight{0};
   std::atomic<int> throttled{0};
