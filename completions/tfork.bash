@@ -3,9 +3,9 @@
 
 _tfork_subcommands() {
   case "$1" in
-    '') echo 'bucket completion fork serve snapshot teardown version' ;;
-    'bucket') echo 'create rm' ;;
-    'fork') echo 'create env head ls' ;;
+    '') echo 'bucket completion fork run serve snapshot teardown version' ;;
+    'bucket') echo 'create rm set' ;;
+    'fork') echo 'create diff env exec head ls merge rebase' ;;
     'snapshot') echo 'ls rm take' ;;
   esac
 }
@@ -15,9 +15,14 @@ _tfork_options() {
     '') echo '-h --help --version -o --output --json --endpoint-url --iam-endpoint-url --profile --region --path-style --virtual-hosted --ca-bundle --no-verify-ssl --concurrency --max-attempts --connect-timeout --read-timeout -v --verbose --debug -q --quiet --no-progress --no-color -y --yes --dry-run' ;;
     'bucket create') echo '--snapshots --exist-ok' ;;
     'bucket rm') echo '--force' ;;
+    'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok' ;;
-    'fork env') echo '--manifest' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
+    'fork diff') echo '--prefix --stat' ;;
+    'fork env') echo '--manifest --format' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork merge') echo '--into --no-snapshot' ;;
+    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix --all --older-than --recursive --allow-non-fork --keep-snapshot --delete-snapshot' ;;
@@ -27,9 +32,14 @@ _tfork_options() {
 _tfork_value_options() {
   case "$1" in
     '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout' ;;
+    'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
-    'fork env') echo '--manifest' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
+    'fork diff') echo '--prefix' ;;
+    'fork env') echo '--manifest --format' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork merge') echo '--into' ;;
+    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix --older-than' ;;
@@ -46,10 +56,17 @@ _tfork_option_values() {
   case "$1|$2" in
     '|-o' | '|--output') echo 'table json' ;;
     '|--ca-bundle') echo '@file' ;;
+    'bucket set|--snapshots') echo 'on off' ;;
     'fork create|--keys') echo 'editor readonly none' ;;
     'fork create|--manifest') echo '@file' ;;
     'fork env|--manifest') echo '@file' ;;
+    'fork env|--format') echo 'env dotenv json' ;;
+    'fork exec|--manifest') echo '@file' ;;
+    'run|--keys') echo 'editor readonly' ;;
+    'run|--manifest') echo '@file' ;;
+    'run|--keep') echo 'none failed succeeded all' ;;
     'serve|--data') echo '@file' ;;
+    'serve|--root-secret-key-file') echo '@file' ;;
     'teardown|--manifest') echo '@file' ;;
   esac
 }

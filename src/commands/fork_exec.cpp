@@ -21,6 +21,8 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <set>
+#include <string>
 
 namespace tfork::commands {
 namespace {
@@ -221,24 +223,28 @@ cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   }
 
   // Teardown of the forks not kept.
-  output::Json kept_names = output::Json::array();
-  workflow::Manifest to_remove = manifest;
-  to_remove.forks.clear();
+  std::set<std::string> kept_buckets;
+  std::vector<std::string> kept_in_order;
+  std::size_t to_remove = 0;
   for (const auto& ended : outcome.agents) {
-    const bool keep = kept(options.keep, ended);
-    for (const auto& fork : manifest.forks) {
-      if (fork.bucket != ended.bucket) continue;
-      if (keep) {
-        kept_names.push_back(fork.bucket);
-      } else {
-        to_remove.forks.push_back(fork);
-      }
+    if (kept(options.keep, ended)) {
+      kept_buckets.insert(ended.bucket);
+      kept_in_order.push_back(ended.bucket);
+    } else {
+      ++to_remove;
     }
   }
-  document["kept"] = kept_names;
+  document["kept"] = kept_in_order;
   std::optional<Error> teardown_error;
-  if (!to_remove.forks.empty()) {
-    auto teardown_plan = workflow::plan_from_manifests({to_remove}, false);
+  if (to_remove > 0) {
+    // Planned from the whole manifest, so that teardown records each removed fork as deleted
+    // in the file while the kept forks' keys stay in it; the run's snapshot goes only once
+    // no kept fork uses it.
+    auto teardown_plan = workflow::plan_from_manifests(
+        {workflow::ManifestFile{manifest_path, manifest}}, false, false);
+    std::erase_if(teardown_plan.targets, [&](const workflow::TeardownTarget& target) {
+      return kept_buckets.contains(target.bucket);
+    });
     teardown_plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
     const auto removed =
         workflow::run_teardown(context.client(), teardown_plan, cli::interrupted());
@@ -247,7 +253,7 @@ cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   } else {
     document["teardown"] = nullptr;
   }
-  text += fmt::format("kept {} of {} forks (--keep {}); manifest: {}\n", kept_names.size(),
+  text += fmt::format("kept {} of {} forks (--keep {}); manifest: {}\n", kept_buckets.size(),
                       outcome.agents.size(), options.keep, manifest_path.string());
   auto result = cli::document(std::move(document), std::move(text));
   result.error = teardown_error ? teardown_error : workflow::exec_error(outcome);

@@ -70,7 +70,8 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
     usage_error("--older-than goes with --source S --all");
   std::optional<std::chrono::seconds> older_than;
   if (!options.older_than.empty()) {
-    older_than = workflow::parse_duration(options.older_than);
+    const auto parsed = workflow::parse_duration(options.older_than);
+    if (parsed) older_than = std::chrono::duration_cast<std::chrono::seconds>(*parsed);
     if (!older_than)
       usage_error(
           "--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d "

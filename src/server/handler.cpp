@@ -312,12 +312,11 @@ KeyLookup Handler::key_lookup() {
 Response Handler::reject(const Request& head, const Admission* admission, const S3Error& error) {
   log_error(head, error);
   const auto request_id = admission ? admission->request_id : new_request_id();
-  auto response =
-      admission && variance_.has(Quirk::iam_message_errors) &&
-              is_iam_request(head, admission->target, {})
-          ? iam_message_error(error, head)
-          : error_response(error, head, admission ? &admission->target : nullptr,
-                           admission && admission->json, request_id);
+  auto response = admission && variance_.has(Quirk::iam_message_errors) &&
+                          is_iam_request(head, admission->target, {})
+                      ? iam_message_error(error, head)
+                      : error_response(error, head, admission ? &admission->target : nullptr,
+                                       admission && admission->json, request_id);
   stamp(response, request_id);
   return response;
 }

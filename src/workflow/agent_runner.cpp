@@ -314,29 +314,6 @@ std::string signal_name(int sig) {
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
-    ++digits;
-  if (digits == 0 || digits > 9) return std::nullopt;
-  const auto number = std::stoll(std::string(text.substr(0, digits)));
-  const auto unit = text.substr(digits);
-  std::int64_t ms = 0;
-  if (unit.empty() || unit == "s") {
-    ms = number * 1000;
-  } else if (unit == "ms") {
-    ms = number;
-  } else if (unit == "m") {
-    ms = number * 60'000;
-  } else if (unit == "h") {
-    ms = number * 3'600'000;
-  } else {
-    return std::nullopt;
-  }
-  if (ms <= 0) return std::nullopt;
-  return std::chrono::milliseconds(ms);
-}
-
 std::vector<AgentSpec> plan_agents(const Manifest& manifest,
                                    const std::vector<std::string>& selectors,
                                    const std::vector<std::string>& command) {

@@ -713,30 +713,6 @@ class TeardownRun {
 
 }  // namespace
 
-std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
-  if (text.size() < 2) return std::nullopt;
-  long long count = 0;
-  const auto digits = text.substr(0, text.size() - 1);
-  if (std::from_chars(digits.data(), digits.data() + digits.size(), count).ptr !=
-          digits.data() + digits.size() ||
-      count <= 0 || count > 100LL * 365 * 86400)
-    return std::nullopt;
-  switch (text.back()) {
-    case 's':
-      return std::chrono::seconds(count);
-    case 'm':
-      return std::chrono::seconds(count * 60);
-    case 'h':
-      return std::chrono::seconds(count * 3600);
-    case 'd':
-      return std::chrono::seconds(count * 86400);
-    case 'w':
-      return std::chrono::seconds(count * 7 * 86400);
-    default:
-      return std::nullopt;
-  }
-}
-
 TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delete_snapshot,
                                  bool keep_snapshot) {
   TeardownPlan plan;
@@ -766,8 +742,8 @@ TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delet
     if (!wanted || (manifest.snapshot.empty() && manifest.snapshot_name.empty())) continue;
     if (!manifest.snapshot.empty() && !snapshots.emplace(manifest.source, manifest.snapshot).second)
       continue;
-    plan.snapshots.push_back(
-        SnapshotTarget{manifest.source, manifest.snapshot, manifest.snapshot_name, own, m});
+    plan.snapshots.push_back(SnapshotTarget{
+        manifest.source, manifest.snapshot, manifest.snapshot_name, own, m, false, {}});
   }
   plan.manifests = std::move(manifests);
   return plan;
@@ -824,9 +800,8 @@ TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& sel
     // clears up after crashed runs, so every such snapshot no remaining fork uses goes too.
     std::string prefix = selection.prefix;
     if (prefix.ends_with('-')) prefix.pop_back();
-    SnapshotTarget snapshots{selection.source, "", "tfork " + prefix, true, k_no_manifest};
-    snapshots.name_is_prefix = selection.all;
-    snapshots.created_before = cutoff;
+    SnapshotTarget snapshots{selection.source, "",    "tfork " + prefix, true, k_no_manifest,
+                             selection.all,    cutoff};
     plan.snapshots.push_back(std::move(snapshots));
   }
   return plan;

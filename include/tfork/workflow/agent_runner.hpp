@@ -17,6 +17,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/workflow/agent_env.hpp"
+#include "tfork/workflow/duration.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -78,10 +79,6 @@ ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& 
 std::vector<std::string> current_environment();
 
 // ---- planning and reporting (fork exec and run)
-
-// "90", "90s", "1500ms", "5m", "2h" (a whole number and a unit; no unit means seconds).
-// nullopt when it is not one, or is zero.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 // The agents to run, in manifest order, each with `command` ({bucket}/{index} replaced):
 // every live fork with a key when `selectors` is empty, else the selected ones (a 1-based

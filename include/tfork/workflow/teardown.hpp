@@ -16,6 +16,7 @@
 // Manifests are rewritten as it goes (forks `deleted`, keys `revoked`).
 
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/duration.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <atomic>
@@ -86,9 +87,6 @@ struct SourceSelection {
 // tigris-wire.md §2.8c fallback included). Throws TforkError when listing fails.
 TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
                               std::chrono::system_clock::time_point now);
-
-// "30m", "12h", "7d", "90s", "2w" (a positive count and one unit); nullopt when malformed.
-std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 
 enum class BucketOutcome { deleted, already_gone, not_found, failed, skipped };
 enum class KeyOutcome { deleted, already_gone, none, failed, kept };
