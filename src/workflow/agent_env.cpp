@@ -60,6 +60,11 @@ AgentEnv env_of(const Manifest& manifest, std::size_t position) {
     not_found("NoSuchFork", fmt::format("fork {} is {} in the manifest: it has no environment "
                                         "to give",
                                         fork.bucket, status_name(fork.status)));
+  if (fork.key_revoked)
+    not_found("NoAccessKey",
+              fmt::format("fork {}'s access key was revoked by teardown: it has no environment "
+                          "to give",
+                          fork.bucket));
   if (fork.access_key_id.empty() || fork.secret_access_key.empty())
     not_found(
         "NoAccessKey",
@@ -108,7 +113,7 @@ std::vector<AgentEnv> agent_envs(const Manifest& manifest) {
   for (std::size_t i = 0; i < manifest.forks.size(); ++i) {
     const auto& fork = manifest.forks[i];
     if (fork.status != ForkStatus::created && fork.status != ForkStatus::exists) continue;
-    if (fork.access_key_id.empty() || fork.secret_access_key.empty()) continue;
+    if (fork.access_key_id.empty() || fork.secret_access_key.empty() || fork.key_revoked) continue;
     envs.push_back(env_of(manifest, i));
   }
   return envs;

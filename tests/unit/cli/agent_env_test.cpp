@@ -78,6 +78,24 @@ TEST_CASE("agent_env refuses forks that are not live or have no key", "[agent_en
   CHECK_THROWS_WITH(agent_env(manifest, "3"), Catch::Contains("no access key"));
   CHECK(agent_envs(manifest).empty());
   CHECK(agent_envs(sample_manifest()).size() == 2);
+
+  auto torn_down = sample_manifest();
+  torn_down.forks[0].status = ForkStatus::deleted;
+  CHECK_THROWS_WITH(agent_env(torn_down, "1"), Catch::Contains("deleted"));
+  torn_down.forks[2].key_revoked = true;
+  CHECK_THROWS_WITH(agent_env(torn_down, "3"), Catch::Contains("revoked"));
+  CHECK(agent_envs(torn_down).empty());
+}
+
+TEST_CASE("durations as typed: --timeout and --older-than", "[agent_runner]") {
+  using std::chrono::milliseconds;
+  CHECK(parse_duration("1500ms") == milliseconds(1500));
+  CHECK(parse_duration("90") == milliseconds(90'000));
+  CHECK(parse_duration("2w") == milliseconds(14LL * 86'400'000));
+  CHECK_FALSE(parse_duration("0s"));
+  CHECK_FALSE(parse_duration("5y"));
+  CHECK_FALSE(parse_duration("1.5h"));
+  CHECK_FALSE(parse_duration("99999999999w"));
 }
 
 TEST_CASE("the three formats of fork env", "[agent_env]") {
