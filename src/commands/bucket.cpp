@@ -94,10 +94,6 @@ std::string to_table(const CreateResult& result) {
 
 namespace {
 
-bool is_gone(const Error& error) {
-  return error.kind == ErrorKind::not_found;
-}
-
 // A refused delete of a fork parent names its forks when the listing can (cli.md §2).
 void name_forks(tigris::Client& client, const std::string& bucket, Error& error) {
   std::vector<tigris::FoundFork> forks;
@@ -138,7 +134,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
     for (std::size_t i = 0; i < answers.size(); ++i) {
       auto& item = result.buckets[i].outcome;
       if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
-        if (is_gone(*error)) {
+        if (bucket_gone(*error)) {
           item.status = "already-gone";
         } else {
           item.status = "failed";
@@ -168,7 +164,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
   for (std::size_t j = 0; j < answers.size(); ++j) {
     auto& item = result.buckets[to_delete[j]].outcome;
     if (auto error = tigris::error_from_result(answers[j], "DeleteBucket")) {
-      if (is_gone(*error)) {
+      if (bucket_gone(*error)) {
         item.status = "already-gone";
       } else {
         item.status = "failed";

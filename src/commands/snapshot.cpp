@@ -5,6 +5,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/tigris/paging.hpp"
 #include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
@@ -121,7 +122,7 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
     RemoveItem item{options.versions[i], {"deleted", std::nullopt}};
     if (auto error = tigris::error_from_result(answers[i], "DeleteBucketSnapshot")) {
       // Only an unknown snapshot is "already gone"; a missing bucket is a failure (exit 3).
-      if (error->code == "NoSuchSnapshot") {
+      if (snapshot_gone(*error)) {
         item.outcome.status = "already-gone";
       } else {
         item.outcome.status = "failed";

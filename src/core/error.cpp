@@ -86,6 +86,27 @@ ErrorKind kind_for_service_error(std::string_view code, int http_status) {
   }
 }
 
+namespace {
+// A 404 whose code names nothing more specific (a HEAD has no body: "NotFound" or none).
+bool bare_not_found(const Error& error) {
+  return error.http_status == 404 && !error.code.starts_with("NoSuch");
+}
+}  // namespace
+
+bool bucket_gone(const Error& error) {
+  return error.code == "NoSuchBucket" || bare_not_found(error);
+}
+
+bool key_gone(const Error& error) {
+  // Some IAM gateways put the code only inside the text ({"Message": "NoSuchEntity: ..."}).
+  return error.code == "NoSuchEntity" || bare_not_found(error) ||
+         error.message.find("NoSuchEntity") != std::string::npos;
+}
+
+bool snapshot_gone(const Error& error) {
+  return error.code == "NoSuchSnapshot";
+}
+
 void usage_error(std::string message) {
   throw TforkError(ErrorKind::usage, "UsageError", std::move(message));
 }

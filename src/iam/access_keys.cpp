@@ -63,11 +63,6 @@ std::string form_encode(const std::vector<std::pair<std::string, std::string>>& 
   return body;
 }
 
-bool is_already_gone(const Error& error) {
-  return error.http_status == 404 || error.code == "NoSuchEntity" ||
-         error.message.find("NoSuchEntity") != std::string::npos;
-}
-
 std::string new_uuid() {
   auto hex = crypto::random_hex(16);
   hex[12] = '4';                                                    // version 4

@@ -1,5 +1,7 @@
 #include "tfork/tigris/buckets.hpp"
 
+#include "tfork/tigris/paging.hpp"
+
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
@@ -9,44 +11,12 @@
 namespace tfork::tigris {
 namespace {
 
-bool is_ip_address_shape(std::string_view name) {
-  int dots = 0;
-  for (char c : name) {
-    if (c == '.')
-      ++dots;
-    else if (!std::isdigit(static_cast<unsigned char>(c)))
-      return false;
-  }
-  return dots == 3;
-}
-
 std::string header_text(const http::Response& response, std::string_view name) {
   auto value = response.header(name);
   return value ? std::string(*value) : std::string();
 }
 
 }  // namespace
-
-std::optional<std::string> bucket_name_problem(std::string_view name) {
-  if (name.size() < 3 || name.size() > 63)
-    return "must be 3 to 63 characters long (it has " + std::to_string(name.size()) + ")";
-  for (char c : name) {
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-'))
-      return "may only contain lowercase letters, digits, '.' and '-'";
-  }
-  auto alnum = [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) ||
-           std::isdigit(static_cast<unsigned char>(c));
-  };
-  if (!alnum(name.front()) || !alnum(name.back()))
-    return "must start and end with a letter or digit";
-  if (name.find("..") != std::string_view::npos) return "must not contain '..'";
-  if (is_ip_address_shape(name)) return "must not look like an IP address";
-  if (name.starts_with("xn--")) return "must not start with 'xn--'";
-  if (name.ends_with("-s3alias")) return "must not end with '-s3alias'";
-  return std::nullopt;
-}
 
 std::optional<std::string> snapshot_name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
@@ -236,46 +206,28 @@ void collect_forks(const ForkPage& page, std::string_view source, std::vector<Fo
   }
 }
 
-// Pages a listing until the server stops returning a continuation token.
-template <class MakeOperation, class OnPage>
-void page_through(Client& client, MakeOperation make_operation, OnPage on_page) {
-  std::string token;
-  for (;;) {
-    const auto operation = make_operation(token);
-    const auto response = expect_success(client.send(operation), operation.name);
-    auto page = parse_bucket_list_json(response);
-    if (!page)
-      throw TforkError(ErrorKind::other, "InvalidResponse", operation.name + ": " + page.error());
-    if (!on_page(*page) || page->continuation_token.empty()) return;
-    if (page->continuation_token == token) {
-      throw TforkError(ErrorKind::other, "InvalidResponse",
-                       operation.name + ": the server repeated continuation token '" + token + "'");
-    }
-    token = page->continuation_token;
-  }
-}
-
 }  // namespace
 
 std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket, int limit) {
   std::vector<Snapshot> snapshots;
-  std::string token;
-  for (;;) {
-    const int remaining = limit > 0 ? limit - static_cast<int>(snapshots.size()) : 0;
-    const auto operation = list_snapshots(bucket, token, remaining);
-    const auto response = expect_success(client.send(operation), operation.name);
-    auto page = parse_snapshot_list(response);
-    if (!page)
-      throw TforkError(ErrorKind::other, "InvalidResponse", operation.name + ": " + page.error());
-    const bool empty = page->snapshots.empty();
-    for (auto& snapshot : page->snapshots)
-      snapshots.push_back(std::move(snapshot));
-    // No IsTruncated here (tigris-wire.md §2.4): no token, or a page with nothing on it, ends
-    // the listing; a token equal to the one sent is an echo, not a next page.
-    if (empty || page->continuation_token.empty() || page->continuation_token == token) break;
-    if (limit > 0 && static_cast<int>(snapshots.size()) >= limit) break;
-    token = page->continuation_token;
-  }
+  std::string sent;
+  page_through(
+      client,
+      [&](const std::string& token) {
+        sent = token;
+        const int remaining = limit > 0 ? limit - static_cast<int>(snapshots.size()) : 0;
+        return list_snapshots(bucket, token, remaining);
+      },
+      parse_snapshot_list,
+      [&](SnapshotPage& page) {
+        const bool empty = page.snapshots.empty();
+        for (auto& snapshot : page.snapshots)
+          snapshots.push_back(std::move(snapshot));
+        // No IsTruncated here (tigris-wire.md §2.4): a page with nothing on it ends the
+        // listing, and a token equal to the one sent is an echo, not a next page.
+        if (empty || page.continuation_token == sent) return false;
+        return limit <= 0 || static_cast<int>(snapshots.size()) < limit;
+      });
   return snapshots;
 }
 
@@ -290,6 +242,7 @@ std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
         if (!token.empty()) operation.query.emplace_back("continuation-token", token);
         return operation;
       },
+      parse_bucket_list_json,
       [&](const ForkPage& page) {
         // A first page with buckets but no ForkInfo at all cannot be trusted to hold only
         // forks of `source` (tigris-wire.md §2.8c rollout caveat).
@@ -304,6 +257,7 @@ std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
   if (!fall_back) return forks;
   page_through(
       client, [](const std::string& token) { return list_buckets_with_fork_info(token); },
+      parse_bucket_list_json,
       [&](const ForkPage& page) {
         collect_forks(page, source, forks);
         return true;

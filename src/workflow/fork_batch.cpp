@@ -31,10 +31,6 @@ bool is_cancelled(const http::Result& result) {
   return !result && result.error().kind == http::TransportError::Kind::cancelled;
 }
 
-bool is_gone(const Error& error) {
-  return error.http_status == 404 || error.code == "NoSuchEntity" || error.code == "NoSuchBucket";
-}
-
 // The 409 codes that say the name belongs to a bucket that was there before our create.
 bool names_taken(std::string_view code) {
   return code == "BucketAlreadyExists" || code == "BucketAlreadyOwnedByYou";
@@ -370,7 +366,7 @@ class ForkRun {
       for (std::size_t k = 0; k < results.size(); ++k) {
         auto& fork = forks[key_indices[k]];
         auto error = tigris::error_from_result(results[k], "DeleteAccessKey");
-        if (!error || is_gone(*error)) {
+        if (!error || key_gone(*error)) {
           fork.access_key_id.clear();
           fork.secret_access_key.clear();
           ++keys_removed;
@@ -415,7 +411,7 @@ class ForkRun {
       for (std::size_t k = 0; k < results.size(); ++k) {
         auto& fork = forks[fork_indices[k]];
         auto error = tigris::error_from_result(results[k], "DeleteBucket");
-        if (!error || is_gone(*error)) {
+        if (!error || bucket_gone(*error)) {
           fork.status = ForkStatus::rolled_back;
           ++forks_removed;
         } else {
@@ -432,7 +428,7 @@ class ForkRun {
       const auto result =
           client_.send(tigris::delete_snapshot(plan_.source, outcome_.manifest.snapshot));
       const auto error = tigris::error_from_result(result, "DeleteBucketSnapshot");
-      snapshot_removed = !error || is_gone(*error);
+      snapshot_removed = !error || snapshot_gone(*error);
       if (!snapshot_removed)
         spdlog::warn("could not delete snapshot {} of {}: {}", outcome_.manifest.snapshot,
                      plan_.source, error->message);

@@ -390,7 +390,7 @@ class TeardownRun {
       if (is_cancelled(results[k])) {
         key_item.error = interrupted_error();
       } else if (auto error = tigris::error_from_result(results[k], "DeleteAccessKey")) {
-        if (iam::is_already_gone(*error)) {
+        if (key_gone(*error)) {
           outcome = KeyOutcome::already_gone;
         } else {
           error->message = key_item.access_key_id + ": " + error->message;
@@ -475,7 +475,7 @@ class TeardownRun {
           }
           if (!error) {
             item.status = BucketOutcome::deleted;
-          } else if (error->http_status == 404) {
+          } else if (bucket_gone(*error)) {
             const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
             item.status = ours ? BucketOutcome::already_gone : BucketOutcome::not_found;
           } else {
@@ -591,7 +591,7 @@ class TeardownRun {
       if (is_cancelled(result)) {
         item.error = interrupted_error();
       } else if (auto error = tigris::error_from_result(result, "DeleteBucketSnapshot")) {
-        if (error->http_status == 404) {
+        if (snapshot_gone(*error)) {
           item.status = BucketOutcome::already_gone;
         } else {
           error->message =

@@ -83,7 +83,7 @@ TEST_CASE("signing region: auto for Tigris whatever AWS_REGION says; --region wi
 TEST_CASE("IAM already gone: 404, NoSuchEntity code, or NoSuchEntity anywhere in the body",
           "[wire]") {
   auto gone = [](int status, std::string body) {
-    return iam::is_already_gone(
+    return key_gone(
         tigris::error_from_response(respond(status, body), "DeleteAccessKey"));
   };
   CHECK(gone(404, ""));

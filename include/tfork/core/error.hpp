@@ -38,6 +38,18 @@ struct Error {
 // Maps an S3 / IAM error code plus HTTP status to a kind.
 ErrorKind kind_for_service_error(std::string_view code, int http_status);
 
+// "Already gone": the answer to a delete (or to the HeadBucket before one) that says the thing
+// no longer exists, which an idempotent delete counts as done. One predicate per family,
+// because "missing" means different things: for a snapshot, a missing bucket is a failure
+// (exit 3), not a deleted snapshot. Every command and workflow that deletes asks these.
+// A bucket (DeleteBucket, HeadBucket): NoSuchBucket, or a 404 without a more specific code.
+bool bucket_gone(const Error& error);
+// An access key (DeleteAccessKey): NoSuchEntity (as the code, or in the text), or a 404
+// without a more specific code.
+bool key_gone(const Error& error);
+// A snapshot (DeleteBucketSnapshot): NoSuchSnapshot only.
+bool snapshot_gone(const Error& error);
+
 // The exception that carries an Error to the top-level catch.
 class TforkError : public std::runtime_error {
  public:

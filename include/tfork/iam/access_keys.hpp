@@ -39,10 +39,6 @@ struct KeyPage {
 };
 std::expected<KeyPage, std::string> parse_key_list(const http::Response& response);
 
-// Whether an IAM error says the key is already gone: a 404, the code NoSuchEntity, or
-// NoSuchEntity anywhere in the message (tigris-wire §1.5; some gateways answer 400 with only
-// a Message).
-bool is_already_gone(const Error& error);
 
 // A random RFC 4122 version-4 UUID.
 std::string new_uuid();
