@@ -1,5 +1,6 @@
 #include "tfork/cli/config.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/core/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,13 +16,6 @@ namespace {
 
 constexpr std::string_view k_default_endpoint = "https://t3.storage.dev";
 constexpr std::string_view k_default_iam_endpoint = "https://iam.storageapi.dev";
-
-std::string trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(first, last - first + 1));
-}
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -162,10 +156,10 @@ IniFile parse_ini(std::string_view text) {
   std::string section;
   std::istringstream lines{std::string(text)};
   for (std::string raw; std::getline(lines, raw);) {
-    const auto line = trim(raw);
+    const auto line = ascii::trim(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[' && line.back() == ']') {
-      section = trim(std::string_view(line).substr(1, line.size() - 2));
+      section = ascii::trim(line.substr(1, line.size() - 2));
       ini[section];
       continue;
     }
@@ -173,8 +167,7 @@ IniFile parse_ini(std::string_view text) {
     // are kept flat, which is all tfork reads of them.
     const auto eq = line.find('=');
     if (eq == std::string::npos || section.empty()) continue;
-    ini[section][trim(std::string_view(line).substr(0, eq))] =
-        trim(std::string_view(line).substr(eq + 1));
+    ini[section][std::string(ascii::trim(line.substr(0, eq)))] = ascii::trim(line.substr(eq + 1));
   }
   return ini;
 }

@@ -1,6 +1,7 @@
 // Header lookup and the redaction rules of cli.md §7: no secret key, session token or
 // Authorization signature ever reaches a log line.
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
 
 #include <algorithm>
@@ -11,19 +12,9 @@
 namespace tfork::http {
 namespace {
 
-char lower(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return lower(x) == lower(y); });
-}
-
-bool icontains(std::string_view haystack, std::string_view needle) {
-  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
-                     [](char x, char y) { return lower(x) == lower(y); }) != haystack.end();
-}
+using ascii::icontains;
+using ascii::iequals;
+using ascii::lower;
 
 constexpr std::string_view k_masked = "***";
 

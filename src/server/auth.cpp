@@ -1,5 +1,6 @@
 #include "tfork/server/auth.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/sigv4/signer.hpp"
@@ -23,14 +24,6 @@ bool is_hex64(std::string_view text) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
   }
   return true;
-}
-
-std::string to_lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
 }
 
 // x-amz-content-sha256 → payload mode (server-design §5.2).
@@ -96,7 +89,7 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   // snapshot, merge, rebase) change what a request does just as much, so they too count
   // only when signed.
   for (const auto& [name, value] : request.headers) {
-    const auto lower = to_lower(name);
+    const auto lower = ascii::lower(name);
     const bool controls = lower.starts_with("x-amz-") || lower.starts_with("x-tigris-") ||
                           lower.starts_with("tigris-");
     if (controls && !signed_names_contain(authorization.signed_headers, lower)) {
@@ -118,7 +111,7 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
       sigv4::credential_scope(authorization.date8, authorization.region, authorization.service);
   auto signing_key = sigv4::signing_key(key->secret, authorization.date8, authorization.region,
                                         authorization.service);
-  const auto given = to_lower(authorization.signature);
+  const auto given = ascii::lower(authorization.signature);
   auto signature_for = [&](const sigv4::Request& input) {
     const auto canonical =
         sigv4::canonical_request(input, authorization.signed_headers, sigv4::UriMode::s3);
@@ -138,7 +131,7 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   out.signing_key = std::move(signing_key);
   out.seed_signature = expected;
   if (auto mode = payload_mode(payload_hash)) out.payload_mode = *mode;
-  if (out.payload_mode == PayloadMode::sha256) out.payload_sha256 = to_lower(payload_hash);
+  if (out.payload_mode == PayloadMode::sha256) out.payload_sha256 = ascii::lower(payload_hash);
   return out;
 }
 

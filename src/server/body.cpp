@@ -1,5 +1,6 @@
 #include "tfork/server/body.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/auth.hpp"
 #include "tfork/sigv4/signer.hpp"
@@ -19,23 +20,6 @@ namespace {
 // A chunk-size line or a trailer section longer than this is not aws-chunked framing.
 constexpr std::size_t k_max_size_line = 4096;
 constexpr std::size_t k_max_trailers = 16 * 1024;
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string to_lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
 
 std::unexpected<S3Error> error(Err id, std::string message = {}) {
   return std::unexpected(make_error(id, std::move(message)));
@@ -182,7 +166,7 @@ std::expected<void, S3Error> AwsChunkedDecoder::advance(std::string_view& wire,
         return error(Err::invalid_chunk, "A chunk header does not end with CRLF.");
       const std::string_view header(line_.data(), line_.size() - 2);
       const auto semi = header.find(';');
-      const auto size_text = trim(header.substr(0, semi));
+      const auto size_text = ascii::trim(header.substr(0, semi));
       std::uint64_t size = 0;
       const auto [end, ec] =
           std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
@@ -192,10 +176,10 @@ std::expected<void, S3Error> AwsChunkedDecoder::advance(std::string_view& wire,
       }
       chunk_signature_.clear();
       if (semi != std::string_view::npos) {
-        const auto extension = trim(header.substr(semi + 1));
+        const auto extension = ascii::trim(header.substr(semi + 1));
         constexpr std::string_view k_prefix = "chunk-signature=";
         if (extension.starts_with(k_prefix))
-          chunk_signature_ = to_lower(extension.substr(k_prefix.size()));
+          chunk_signature_ = ascii::lower(extension.substr(k_prefix.size()));
       }
       line_.clear();
       remaining_ = size;
@@ -260,16 +244,16 @@ std::expected<std::vector<Header>, S3Error> AwsChunkedDecoder::finish() {
   while (pos < body.size()) {
     auto line_end = body.find('\n', pos);
     if (line_end == std::string_view::npos) line_end = body.size();
-    const auto line = trim(body.substr(pos, line_end - pos));
+    const auto line = ascii::trim(body.substr(pos, line_end - pos));
     pos = line_end + 1;
     if (line.empty()) break;
     const auto colon = line.find(':');
     if (colon == std::string_view::npos)
       return error(Err::invalid_chunk, "A trailer line has no ':'.");
-    auto name = to_lower(trim(line.substr(0, colon)));
-    const auto value = trim(line.substr(colon + 1));
+    auto name = ascii::lower(ascii::trim(line.substr(0, colon)));
+    const auto value = ascii::trim(line.substr(colon + 1));
     if (name == "x-amz-trailer-signature") {
-      trailer_signature = to_lower(value);
+      trailer_signature = ascii::lower(value);
       continue;
     }
     canonical_trailers.append(name).append(":").append(value).append("\n");
@@ -357,7 +341,7 @@ std::expected<DecodedBody, S3Error> BodyReceiver::finish() {
 std::vector<std::string> requested_checksums(const Request& request) {
   std::vector<std::string> out;
   const auto* trailer = request.header("x-amz-trailer");
-  const auto announced = trailer ? to_lower(trim(*trailer)) : std::string{};
+  const auto announced = trailer ? ascii::lower(ascii::trim(*trailer)) : std::string{};
   for (const auto algorithm : k_algorithms) {
     const auto name = "x-amz-checksum-" + std::string(algorithm);
     if (request.header(name) || announced == name) out.emplace_back(algorithm);

@@ -1,4 +1,5 @@
 // Bucket, snapshot and fork operations (tigris-wire §2, server-design §6.3).
+#include "tfork/core/ascii.hpp"
 #include "tfork/server/operations.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/server/xml_render.hpp"
@@ -17,14 +18,6 @@ constexpr int k_max_max_buckets = 10000;
 bool header_true(const Context& context, std::string_view name) {
   const auto* value = context.header(name);
   return value && iequals(*value, "true");
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && text.front() == ' ')
-    text.remove_prefix(1);
-  while (!text.empty() && text.back() == ' ')
-    text.remove_suffix(1);
-  return text;
 }
 
 Response created(std::string_view bucket) {
@@ -168,16 +161,16 @@ Response list_snapshots(Context& context, const std::string& bucket) {
 
 // "true" or "true; name=<name>" (tigris-wire §2.3). The name is kept verbatim.
 std::optional<std::string> snapshot_name(std::string_view value) {
-  value = trim(value);
+  value = ascii::trim(value);
   if (value.size() < 4 || !iequals(value.substr(0, 4), "true")) {
     fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
   }
-  value = trim(value.substr(4));
+  value = ascii::trim(value.substr(4));
   if (value.empty()) return std::nullopt;
   if (value.front() != ';') {
     fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
   }
-  value = trim(value.substr(1));
+  value = ascii::trim(value.substr(1));
   if (!value.starts_with("name=")) {
     fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
   }
@@ -221,11 +214,11 @@ Response rebase_fork(Context& context) {
 
 Response list_buckets(Context& context) {
   if (const auto* bucket = context.header("x-tigris-snapshot")) {
-    return list_snapshots(context, std::string(trim(*bucket)));
+    return list_snapshots(context, std::string(ascii::trim(*bucket)));
   }
   const auto* source_header = context.header("x-tigris-fork");
   if (source_header && !context.variance.has(Quirk::fork_listing_ignores_header)) {
-    const std::string source(trim(*source_header));
+    const std::string source(ascii::trim(*source_header));
     require(context, source, Access::snapshot);
     auto forks = check(context.store.list_forks(source), source);
     forks = context.variance.as_seen(std::move(forks), context.now);
@@ -256,10 +249,10 @@ Response create_bucket(Context& context) {
     return response;
   }
   if (const auto* source = context.header("x-tigris-merge-source-bucket")) {
-    return merge_fork(context, std::string(trim(*source)));
+    return merge_fork(context, std::string(ascii::trim(*source)));
   }
   if (const auto* rebase = context.header("x-tigris-rebase")) {
-    if (!iequals(trim(*rebase), "true"))
+    if (!iequals(ascii::trim(*rebase), "true"))
       fail(Err::invalid_argument, "X-Tigris-Rebase must be \"true\".");
     return rebase_fork(context);
   }
@@ -275,13 +268,13 @@ Response create_bucket(Context& context) {
     // tigris-wire §2.6: a fork of <source>, at the given version or at a fresh snapshot.
     std::optional<store::Seq> at;
     if (source_snapshot) {
-      at = parse_seq(trim(*source_snapshot));
+      at = parse_seq(ascii::trim(*source_snapshot));
       if (!at) {
         fail(Err::invalid_argument,
              "X-Tigris-Fork-Source-Bucket-Snapshot must be a snapshot version (Unix ns).");
       }
     }
-    const std::string source_name(trim(*source));
+    const std::string source_name(ascii::trim(*source));
     require(context, source_name, Access::snapshot);
     // A scoped key forks only under its own bucket's name plus '-', so it cannot take a
     // free name that someone else's run will need (README, serve: keys and forks).
@@ -358,7 +351,7 @@ Response delete_bucket(Context& context) {
 
   // tigris-wire §2.5: with X-Tigris-Snapshot-Version only that snapshot goes.
   if (const auto* version = context.header("x-tigris-snapshot-version")) {
-    const auto seq = parse_seq(trim(*version));
+    const auto seq = parse_seq(ascii::trim(*version));
     if (!seq) fail(Err::invalid_argument, "X-Tigris-Snapshot-Version must be a snapshot version.");
     require(context, bucket, Access::snapshot_delete);
     check(context.store.delete_snapshot(bucket, *seq), bucket);

@@ -153,19 +153,6 @@ Response iam_message_error(const S3Error& error, const Request& request) {
 
 }  // namespace
 
-// A request target fit for the log: a presigned URL's signature and session token masked.
-std::string loggable_target(std::string_view target) {
-  std::string out(target);
-  for (std::string_view name : {"X-Amz-Signature=", "X-Amz-Security-Token="}) {
-    for (auto at = out.find(name); at != std::string::npos; at = out.find(name, at + 1)) {
-      const auto start = at + name.size();
-      const auto end = out.find('&', start);
-      out.replace(start, (end == std::string::npos ? out.size() : end) - start, "***");
-    }
-  }
-  return out;
-}
-
 std::string new_request_id() {
   return upper(crypto::random_hex(8));
 }
@@ -225,28 +212,6 @@ void check_key(const Context& context) {
     error.bucket = context.target.bucket;
     fail(std::move(error));
   }
-}
-
-bool valid_bucket_name(std::string_view name) {
-  // tigris-wire §2.1: 3-63 chars of a-z 0-9 . -, starting and ending with a letter or digit,
-  // no "..", not an IP address, no "xn--" prefix, no "-s3alias" suffix.
-  if (name.size() < 3 || name.size() > 63) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  for (const char c : name) {
-    if (!alnum(c) && c != '.' && c != '-') return false;
-  }
-  if (!alnum(name.front()) || !alnum(name.back())) return false;
-  if (name.find("..") != std::string_view::npos) return false;
-  if (name.starts_with("xn--") || name.ends_with("-s3alias")) return false;
-  int dots = 0;
-  bool digits_and_dots = true;
-  for (const char c : name) {
-    if (c == '.')
-      ++dots;
-    else if (c < '0' || c > '9')
-      digits_and_dots = false;
-  }
-  return !(digits_and_dots && dots == 3);
 }
 
 namespace {

@@ -9,12 +9,6 @@ OpenFile::~OpenFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [&](char x, char y) { return lower(x) == lower(y); });
-}
-
 const std::string* find_header(const std::vector<Header>& headers, std::string_view name) {
   for (const auto& [header_name, value] : headers) {
     if (iequals(header_name, name)) return &value;

@@ -1,5 +1,6 @@
 #include "tfork/server/payload.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/crypto/hash.hpp"
 #include "tfork/sigv4/signer.hpp"
 
@@ -8,23 +9,6 @@
 
 namespace tfork::server {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string to_lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
 
 template <class T>
 std::string big_endian(T value) {
@@ -111,7 +95,7 @@ BodyPlan plan_body(const Request& request, const Authenticated& auth, bool to_fi
   if (const auto* declared = request.header("x-amz-decoded-content-length"))
     plan.decoded_length = *declared;
   if (const auto* announced = request.header("x-amz-trailer"))
-    plan.announced_trailer = to_lower(trim(*announced));
+    plan.announced_trailer = ascii::lower(ascii::trim(*announced));
   return plan;
 }
 
@@ -128,7 +112,7 @@ std::expected<DecodedBody, S3Error> read_payload(const Request& request,
 std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
                                                          const DecodedBody& body) {
   if (const auto* content_md5 = request.header("content-md5")) {
-    const auto digest = crypto::base64_decode(trim(*content_md5));
+    const auto digest = crypto::base64_decode(ascii::trim(*content_md5));
     if (!digest || digest->size() != 16) return std::unexpected(make_error(Err::invalid_digest));
     const auto md5 = body.file ? body.file->md5 : crypto::md5(body.data);
     if (*digest != md5) return std::unexpected(make_error(Err::bad_digest));
@@ -141,7 +125,7 @@ std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
       if (trailer.first == name) value = &trailer.second;
     }
     if (!value) continue;
-    const auto claimed = std::string(trim(*value));
+    const auto claimed = std::string(ascii::trim(*value));
     const auto raw = crypto::base64_decode(claimed);
     if (!raw || raw->size() != algorithm.bytes) {
       return std::unexpected(

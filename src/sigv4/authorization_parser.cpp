@@ -4,6 +4,7 @@
 // (", " from most, "," in the S3 docs), so whitespace around components is ignored.
 // Every error is one line; the server answers AuthorizationHeaderMalformed with it.
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/sigv4/signer.hpp"
 
 #include <array>
@@ -13,15 +14,6 @@ namespace tfork::sigv4 {
 namespace {
 
 constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
-
-std::string_view trim(std::string_view text) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
-  while (!text.empty() && is_space(text.front()))
-    text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back()))
-    text.remove_suffix(1);
-  return text;
-}
 
 bool is_digits(std::string_view text) {
   for (const char c : text)
@@ -66,12 +58,13 @@ std::optional<std::string> parse_credential(std::string_view credential, Authori
 }  // namespace
 
 std::expected<Authorization, std::string> parse_authorization(std::string_view header_value) {
-  std::string_view rest = trim(header_value);
+  std::string_view rest = ascii::trim(header_value);
   if (!rest.starts_with(algorithm) ||
       (rest.size() > algorithm.size() && rest[algorithm.size()] != ' '))
     return std::unexpected("unsupported authorization scheme (expected AWS4-HMAC-SHA256)");
   rest.remove_prefix(algorithm.size());
-  if (trim(rest).empty()) return std::unexpected("missing Credential, SignedHeaders and Signature");
+  if (ascii::trim(rest).empty())
+    return std::unexpected("missing Credential, SignedHeaders and Signature");
 
   Authorization out;
   bool have_credential = false;
@@ -80,7 +73,7 @@ std::expected<Authorization, std::string> parse_authorization(std::string_view h
   std::size_t start = 0;
   while (start <= rest.size()) {
     const std::size_t comma = std::min(rest.find(',', start), rest.size());
-    const std::string_view component = trim(rest.substr(start, comma - start));
+    const std::string_view component = ascii::trim(rest.substr(start, comma - start));
     start = comma + 1;
     if (component.empty()) return std::unexpected("empty component in Authorization");
 

@@ -1,6 +1,7 @@
 // Canonical headers and signed headers, steps 4 and 5 of "Create a canonical request"
 // (AWS General Reference, SigV4).
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/sigv4/signer.hpp"
 
 #include <algorithm>
@@ -8,17 +9,6 @@
 
 namespace tfork::sigv4 {
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
 
 // "Trimall": drop leading and trailing whitespace and turn each inner run into one space.
 // Tabs and folded line breaks count as whitespace too, as in @smithy/signature-v4
@@ -28,7 +18,7 @@ std::string trim_all(std::string_view value) {
   out.reserve(value.size());
   bool pending_space = false;
   for (const char c : value) {
-    if (is_space(c)) {
+    if (ascii::is_space(c)) {
       pending_space = !out.empty();
       continue;
     }
@@ -45,7 +35,7 @@ std::string signed_header_names(const std::vector<Header>& headers) {
   std::vector<std::string> names;
   names.reserve(headers.size());
   for (const auto& header : headers)
-    names.push_back(lowercase(header.first));
+    names.push_back(ascii::lower(header.first));
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
 
@@ -71,7 +61,7 @@ std::string canonical_headers(const std::vector<Header>& headers, std::string_vi
     bool first = true;
     // Repeated headers keep their order of appearance, joined by ',' (get-header-value-order).
     for (const auto& [header_name, value] : headers) {
-      if (lowercase(header_name) != name) continue;
+      if (ascii::lower(header_name) != name) continue;
       if (!first) out.push_back(',');
       first = false;
       out += trim_all(value);

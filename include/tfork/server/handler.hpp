@@ -5,6 +5,7 @@
 
 #include "tfork/server/auth.hpp"
 #include "tfork/server/body.hpp"
+#include "tfork/rules/redaction.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/target.hpp"
 #include "tfork/server/variance.hpp"
@@ -74,7 +75,10 @@ class Handler {
 // 16 upper-case hex digits, as S3 and s3rver put in x-amz-request-id.
 std::string new_request_id();
 
-// A request target fit for the log: a presigned URL's signature and session token masked.
-std::string loggable_target(std::string_view target);
+// A request target fit for the log: a presigned URL's signature and session token masked, by
+// the rule the client's --debug lines use (tfork/rules/redaction.hpp).
+inline std::string loggable_target(std::string_view target) {
+  return rules::redact_target(target);
+}
 
 }  // namespace tfork::server

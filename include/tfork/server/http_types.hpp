@@ -3,6 +3,8 @@
 // send. The socket layer (http_server.cpp) converts libmicrohttpd's requests to and from these,
 // so tests drive the handler without a socket.
 
+#include "tfork/core/ascii.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -16,8 +18,8 @@ namespace tfork::server {
 
 using Header = std::pair<std::string, std::string>;
 
-// Case-insensitive ASCII comparison of header names.
-bool iequals(std::string_view a, std::string_view b);
+// Case-insensitive ASCII comparison of header names (the one in tfork/core/ascii.hpp).
+using ascii::iequals;
 
 // The first header called `name` (any case), or nullptr.
 const std::string* find_header(const std::vector<Header>& headers, std::string_view name);

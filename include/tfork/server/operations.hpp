@@ -4,6 +4,7 @@
 // Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
 
 #include "tfork/server/body.hpp"
+#include "tfork/rules/bucket_name.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/payload.hpp"
@@ -108,7 +109,10 @@ Response iam_dispatch(Context& context);
 
 // Validation shared by the operations.
 inline constexpr std::size_t k_max_key_bytes = 1024;
-void check_key(const Context& context);         // 400 KeyTooLongError
-bool valid_bucket_name(std::string_view name);  // tigris-wire §2.1 rules
+void check_key(const Context& context);  // 400 KeyTooLongError
+// tigris-wire §2.1, the client's rule too (tfork/rules/bucket_name.hpp).
+inline bool valid_bucket_name(std::string_view name) {
+  return !rules::bucket_name_problem(name);
+}
 
 }  // namespace tfork::server

@@ -2,6 +2,7 @@
 // Tigris bucket, snapshot and fork operations (tigris-wire.md §2): each is a function that
 // builds an Operation, and a parser for its response.
 
+#include "tfork/rules/bucket_name.hpp"
 #include "tfork/tigris/client.hpp"
 
 #include <cstdint>
@@ -15,8 +16,9 @@ namespace tfork::tigris {
 
 // ---- names (checked before any request is sent)
 
-// Bucket name rules (tigris-wire.md §2.1): the reason it is invalid, or nullopt.
-std::optional<std::string> bucket_name_problem(std::string_view name);
+// Bucket name rules (tigris-wire.md §2.1): the reason it is invalid, or nullopt. The rule the
+// server applies too (tfork/rules/bucket_name.hpp).
+using rules::bucket_name_problem;
 // Snapshot names go raw into a header value: printable ASCII without ';' (§2.3).
 std::optional<std::string> snapshot_name_problem(std::string_view name);
 // A snapshot version is a decimal ns timestamp (§1.4).

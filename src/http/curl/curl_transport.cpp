@@ -4,6 +4,7 @@
 // added at once, and a request waiting for its retry backoff (cli.md §7) sits in a queue of
 // "ready at" times instead of holding a slot or blocking the loop.
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
 
 #include "curl_handles.hpp"
@@ -115,13 +116,6 @@ TransportError cancelled_error(const Request& request, int attempts) {
                         "request to " + host_port(request.url) + " cancelled", attempts};
 }
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool has_line_break(std::string_view text) {
   return text.find_first_of("\r\n") != std::string_view::npos;
 }
@@ -144,25 +138,15 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   return size * count;
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
   auto* transfer = static_cast<Transfer*>(user);
-  const std::string_view line = trim(std::string_view(data, size * count));
+  const std::string_view line = ascii::trim(std::string_view(data, size * count));
   if (line.starts_with("HTTP/")) {
     // A new status line (after "100 Continue", say) starts a new header block.
     transfer->response.headers.clear();
   } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
-    transfer->response.headers.emplace_back(std::string(trim(line.substr(0, colon))),
-                                            std::string(trim(line.substr(colon + 1))));
+    transfer->response.headers.emplace_back(std::string(ascii::trim(line.substr(0, colon))),
+                                            std::string(ascii::trim(line.substr(colon + 1))));
   }
   return size * count;
 }
@@ -175,7 +159,7 @@ int on_debug(CURL*, curl_infotype type, char* data, std::size_t size, void* user
   bool first = true;
   while (!block.empty()) {
     const auto end = block.find('\n');
-    const std::string_view line = trim(block.substr(0, end));
+    const std::string_view line = ascii::trim(block.substr(0, end));
     block.remove_prefix(end == std::string_view::npos ? block.size() : end + 1);
     if (line.empty()) continue;
     if (type == CURLINFO_HEADER_OUT) {
@@ -372,7 +356,7 @@ class CurlTransport final : public Transport {
         }
         // "Name;" is curl's spelling of a header with an empty value ("Name:" would delete it).
         transfer.headers.append(value.empty() ? name + ";" : name + ": " + value);
-        const std::string lower = lowercase(name);
+        const std::string lower = ascii::lower(name);
         has_accept |= lower == "accept";
         has_content_type |= lower == "content-type";
         has_expect |= lower == "expect";
@@ -511,9 +495,9 @@ class CurlTransport final : public Transport {
             break;
         }
         if (log_) log_->debug("[#{}] ! {}{}", transfer.index, what, detail);
-        result = std::unexpected(
-            TransportError{kind, with_attempts(what + std::string(trim(detail)), transfer.attempts),
-                           transfer.attempts});
+        result = std::unexpected(TransportError{
+            kind, with_attempts(what + std::string(ascii::trim(detail)), transfer.attempts),
+            transfer.attempts});
         retry = is_retryable(code);
       }
 

@@ -1,6 +1,8 @@
 #include "debug_log.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
+#include "tfork/rules/redaction.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,43 +12,8 @@
 namespace tfork::http::debug {
 namespace {
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool names_a_secret(std::string_view text) {
-  const std::string lower = lowercase(text);
-  return lower.find("secret") != std::string::npos || lower.find("token") != std::string::npos ||
-         lower.find("signature") != std::string::npos;
-}
-
-// Masks the value of every query parameter whose name mentions a signature, token or secret.
-std::string redact_target(std::string_view target) {
-  const auto question = target.find('?');
-  if (question == std::string_view::npos) return std::string(target);
-  std::string out(target.substr(0, question + 1));
-  std::string_view query = target.substr(question + 1);
-  bool first = true;
-  while (true) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    if (!first) out += '&';
-    first = false;
-    const auto eq = pair.find('=');
-    if (eq != std::string_view::npos && names_a_secret(pair.substr(0, eq))) {
-      out += pair.substr(0, eq + 1);
-      out += "***";
-    } else {
-      out += pair;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return out;
-}
+using rules::names_a_secret;
+using rules::redact_target;
 
 }  // namespace
 
