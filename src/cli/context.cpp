@@ -1,6 +1,7 @@
 #include "tfork/cli/context.hpp"
 
 #include "tfork/core/error.hpp"
+#include "tfork/modules/modules.hpp"
 #include "tfork/version.hpp"
 
 #include <csignal>
@@ -63,7 +64,7 @@ tigris::Client& Context::client() {
     transport_options.user_agent = std::string("tfork/") + k_version;
     transport_options.debug = options.debug;
     transport_options.cancel = &interrupted();
-    transport_ = http::make_curl_transport(transport_options);
+    transport_.reset(modules::curl().make_transport(transport_options));
     client_ = std::make_unique<tigris::Client>(
         tigris::ClientSettings{cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style,
                                std::move(credentials.credentials)},

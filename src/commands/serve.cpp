@@ -3,6 +3,7 @@
 
 #include "tfork/cli/context.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/modules/modules.hpp"
 #include "tfork/server/serve.hpp"
 
 #include <CLI/CLI.hpp>
@@ -91,6 +92,8 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   }
   options.root_access_key = cli.root_access_key;
   options.root_secret_key = std::move(secret);
+  options.environment_root_access_key = env("TFORK_ROOT_ACCESS_KEY").value_or("");
+  options.environment_root_secret_key = env("TFORK_ROOT_SECRET_KEY").value_or("");
   if (cli.latency_ms < 0) usage_error("--latency must be >= 0 milliseconds");
   options.latency_ms = cli.latency_ms;
   if (!(cli.fail_rate >= 0.0 && cli.fail_rate <= 1.0))
@@ -115,7 +118,7 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
 cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment& env) {
   const auto options = to_serve_options(cli, env);
   cli::CommandResult result;
-  const int code = server::run_server(
+  result.error = modules::serve().run_server(
       options, [&](int port, const std::string& access_key, const std::string& secret_key) {
         // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
         const auto host =
@@ -126,14 +129,6 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
         std::printf("export AWS_REGION=auto\n");
         std::fflush(stdout);
       });
-  // run_server has logged why it stopped.
-  // Exit 6 is a data directory that belongs to something else (cli.md §6, conflict).
-  if (code == 6) {
-    result.error = Error{
-        ErrorKind::conflict, "DataDirectoryNotOurs", "--data is not a tfork data directory", 0, {}};
-  } else if (code != 0) {
-    result.error = Error{ErrorKind::other, "ServeFailed", "tfork serve stopped", 0, {}};
-  }
   return result;
 }
 

@@ -1,9 +1,15 @@
 // The tfork-serve.so module: the local store (SQLite, libmicrohttpd) behind one C entry point
-// (see tfork/core/module.hpp for why it is a module).
-#include "tfork/server/serve.hpp"
+// (tfork/modules/modules.hpp).
+#include "tfork/modules/modules.hpp"
+#include "tfork/version.hpp"
 
-extern "C" [[gnu::visibility("default")]] int tfork_serve_run(
-    const tfork::server::ServeOptions& options,
-    const std::function<void(int, const std::string&, const std::string&)>& on_ready) {
-  return tfork::server::run_server(options, on_ready);
+namespace {
+
+constexpr tfork::modules::ServeModule k_module{
+    sizeof(tfork::modules::ServeModule), tfork::k_version, __VERSION__, tfork::server::run_server};
+
+}  // namespace
+
+extern "C" [[gnu::visibility("default")]] const tfork::modules::ServeModule* tfork_serve_module() {
+  return &k_module;
 }

@@ -16,11 +16,6 @@ namespace {
 
 constexpr const char* k_file_name = "root-credentials";
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 std::optional<RootCredentials> read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -49,8 +44,8 @@ RootCredentials resolve_root_credentials(const ServeOptions& options) {
     }
     return {options.root_access_key, options.root_secret_key, "flags"};
   }
-  auto access = env("TFORK_ROOT_ACCESS_KEY");
-  auto secret = env("TFORK_ROOT_SECRET_KEY");
+  auto access = options.environment_root_access_key;
+  auto secret = options.environment_root_secret_key;
   if (!access.empty() || !secret.empty()) {
     if (access.empty() || secret.empty()) {
       throw std::runtime_error("TFORK_ROOT_ACCESS_KEY and TFORK_ROOT_SECRET_KEY go together");

@@ -5,6 +5,7 @@
 #include "tfork/server/http_server.hpp"
 #include "tfork/server/serve.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -14,30 +15,30 @@
 namespace tfork::server {
 namespace {
 
-// Exit code 6 (cli.md §6, conflict): the directory belongs to something else.
-constexpr int k_exit_not_ours = 6;
+Error serve_error(ErrorKind kind, std::string code, std::string message) {
+  return Error{kind, std::move(code), std::move(message), 0, {}};
+}
 
 // The data directory holds every access key's secret (meta.db) and all object data: only
 // its owner may read it (cli.md §7: files holding secrets are mode 0600). The umask covers
 // every file the store creates from here on. A new or empty directory, or one an earlier run
-// made (it has meta.db), becomes 0700; any other existing directory is refused untouched,
-// because opening the store would empty its tmp/ and sweep unknown files under blobs/.
-// Returns 0, or the exit code.
-int prepare_data_dir(const std::filesystem::path& dir) {
+// made (it has meta.db), becomes 0700; any other existing directory is refused untouched
+// (a conflict, exit 6), because opening the store would empty its tmp/ and sweep unknown
+// files under blobs/.
+std::optional<Error> prepare_data_dir(const std::filesystem::path& dir) {
   ::umask(0077);
   std::error_code ec;
   if (std::filesystem::exists(dir, ec)) {
     if (!std::filesystem::is_directory(dir, ec)) {
-      spdlog::error("--data {} is not a directory", dir.string());
-      return k_exit_not_ours;
+      return serve_error(ErrorKind::conflict, "DataDirectoryNotOurs",
+                         "--data " + dir.string() + " is not a directory");
     }
     const bool empty = std::filesystem::is_empty(dir, ec);
     if (!ec && !empty && !std::filesystem::exists(dir / "meta.db", ec)) {
-      spdlog::error(
-          "--data {} is not a tfork data directory (it has files but no meta.db); "
-          "use a new or empty directory",
-          dir.string());
-      return k_exit_not_ours;
+      return serve_error(ErrorKind::conflict, "DataDirectoryNotOurs",
+                         "--data " + dir.string() +
+                             " is not a tfork data directory (it has files but no meta.db); "
+                             "use a new or empty directory");
     }
   } else {
     std::filesystem::create_directories(dir, ec);
@@ -47,10 +48,10 @@ int prepare_data_dir(const std::filesystem::path& dir) {
                                  std::filesystem::perm_options::replace, ec);
   }
   if (ec) {
-    spdlog::error("cannot prepare {}: {}", dir.string(), ec.message());
-    return 1;
+    return serve_error(ErrorKind::other, "DataDirectoryUnusable",
+                       "cannot prepare " + dir.string() + ": " + ec.message());
   }
-  return 0;
+  return std::nullopt;
 }
 
 // SIGINT and SIGTERM are blocked in every thread (the mask is inherited), and taken here.
@@ -80,24 +81,24 @@ class SignalWait {
 
 }  // namespace
 
-int run_server(const ServeOptions& options,
-               const std::function<void(int port, const std::string& access_key,
-                                        const std::string& secret_key)>& on_ready) {
-  if (const int refused = prepare_data_dir(options.data_dir)) return refused;
+std::optional<Error> run_server(
+    const ServeOptions& options,
+    const std::function<void(int port, const std::string& access_key,
+                             const std::string& secret_key)>& on_ready) {
+  if (auto refused = prepare_data_dir(options.data_dir)) return refused;
   // The store takes <data>/LOCK first, so two servers never share a directory.
   auto opened = store::Store::open(options.data_dir, store::StoreOptions{options.durability});
   if (!opened) {
-    spdlog::error("cannot open the store in {}: {}", options.data_dir.string(),
-                  opened.error().message);
-    return 1;
+    return serve_error(
+        ErrorKind::other, "StoreUnusable",
+        "cannot open the store in " + options.data_dir.string() + ": " + opened.error().message);
   }
   std::unique_ptr<store::Store> store = std::move(*opened);
   RootCredentials root;
   try {
     root = resolve_root_credentials(options);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return serve_error(ErrorKind::other, "RootCredentials", e.what());
   }
   HandlerOptions handler_options;
   handler_options.root_access_key = root.access_key;
@@ -113,8 +114,10 @@ int run_server(const ServeOptions& options,
   HttpServer http(handler, faults, limits);
   const auto port = http.start(options.host, options.port);
   if (!port) {
-    spdlog::error("cannot listen on {}:{}: {}", options.host, options.port, port.error());
-    return 1;
+    // A network error (exit 5, cli.md §6), like a client that cannot connect.
+    return serve_error(ErrorKind::network, "ListenFailed",
+                       fmt::format("cannot listen on {}:{}: {}", options.host, options.port,
+                                   port.error()));
   }
   spdlog::info("tfork serve: listening on {}:{}, data in {}, root key from {}", options.host, *port,
                options.data_dir.string(), root.source);
@@ -124,7 +127,7 @@ int run_server(const ServeOptions& options,
                signal == SIGINT ? "SIGINT" : "SIGTERM");
   http.stop();
   spdlog::info("tfork serve: stopped");
-  return 0;
+  return std::nullopt;
 }
 
 }  // namespace tfork::server

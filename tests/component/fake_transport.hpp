@@ -1,6 +1,8 @@
 #pragma once
 // A recording fake transport for component tests: it keeps every request exactly as the
-// client would send it, and answers with a function of the test's choosing.
+// client would send it, and answers with a function of the test's choosing. Like the curl
+// transport, send_all may report completions out of input order (`complete_in_reverse`);
+// the returned vector is always in input order (tfork/http/transport.hpp).
 
 #include "tfork/http/transport.hpp"
 
@@ -32,13 +34,17 @@ class FakeTransport : public http::Transport {
     std::vector<http::Result> results;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       results.push_back(send(batch[i]));
-      if (on_done) on_done(i, results.back());
+      if (on_done && !complete_in_reverse) on_done(i, results.back());
     }
+    if (on_done && complete_in_reverse)
+      for (std::size_t i = batch.size(); i-- > 0;)
+        on_done(i, results[i]);
     return results;
   }
 
   std::vector<http::Request> requests;
   std::size_t last_max_parallel = 0;
+  bool complete_in_reverse = false;  // report the last request of a batch done first
 
  private:
   Responder responder_;

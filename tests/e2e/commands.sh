@@ -225,6 +225,12 @@ check_error_doc "teardown partial" 7
 expect_rc "teardown partial (table)" 0 tf teardown part-1
 expect_rc "partial: cleanup" 0 tf bucket rm part-src part-plain-2
 
+step "serve on a port in use: exit 5 with the JSON error, nothing on stdout"
+expect_rc "serve port in use" 5 tf serve --json --listen "${ENDPOINT#http://}" --data "$WORK/second"
+check_eq "serve port in use: stdout" "" "$(cat "$OUT/stdout")"
+check_error_doc "serve port in use" 5
+check_contains "serve port in use: message" "$(cat "$OUT/stderr")" "cannot listen on"
+
 # ---- auth, network
 
 step "wrong secret → 2; secrets never printed"

@@ -241,7 +241,15 @@ tfork_cli bucket create fw-slow --snapshots >/dev/null
 "$TFORK" --concurrency 4 --json fork create fw-slow -n 32 --prefix fw-int \
   --manifest "$WORK/int.json" >"$OUT/int.out" 2>"$OUT/int.err" &
 pid=$!
-sleep 1.5
+# Interrupt mid-batch: once the manifest records a first created fork (a state, not a time),
+# with a generous deadline for a loaded machine.
+deadline=$((SECONDS + 120))
+until [[ -s "$WORK/int.json" ]] &&
+  (($(json_get 'len([f for f in d["forks"] if f["status"] == "created"])' <"$WORK/int.json") >= 1)); do
+  kill -0 "$pid" 2>/dev/null || fail "fork create ended before it could be interrupted: $(cat "$OUT/int.err")"
+  ((SECONDS < deadline)) || fail "no fork was created within 120 s"
+  sleep 0.05
+done
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?

@@ -3,7 +3,8 @@
 // the local store's SQLite + cpp-httplib cost several milliseconds and megabytes to load, so
 // they live in modules (tfork-curl.so, tfork-serve.so) that a command loads only when it needs
 // them: `tfork version` loads neither, `fork create` only curl, `serve` only the store
-// (cli.md §9 start-up and memory goals).
+// (cli.md §9 start-up and memory goals). What a module exports, and the same-build contract,
+// are in tfork/modules/modules.hpp.
 
 #include <string_view>
 

@@ -1,11 +1,13 @@
 #pragma once
 // `tfork serve`: the local Tigris-compatible store (cli.md §8, server-design.md).
 
+#include "tfork/core/error.hpp"
 #include "tfork/server/variance.hpp"
 #include "tfork/store/store.hpp"
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace tfork::server {
@@ -16,6 +18,10 @@ struct ServeOptions {
   int port = 9000;              // 0: let the OS pick
   std::string root_access_key;  // empty: from the data directory (generated once)
   std::string root_secret_key;
+  // TFORK_ROOT_ACCESS_KEY / TFORK_ROOT_SECRET_KEY: the server reads no environment itself;
+  // the command passes these from the one it was given.
+  std::string environment_root_access_key;
+  std::string environment_root_secret_key;
   int latency_ms = 0;      // delay every response, each request on its own
   double fail_rate = 0.0;  // answer this share of requests with 503 SlowDown
   int threads = 8;         // event threads of the HTTP server (delays do not hold one)
@@ -23,11 +29,13 @@ struct ServeOptions {
   VarianceOptions variance;  // --quirks, --consistency-delay
 };
 
-// Runs until SIGINT/SIGTERM; returns the process exit code. `on_ready` is called once the
-// socket is bound, with the port and the root credentials in use.
-int run_server(const ServeOptions& options,
-               const std::function<void(int port, const std::string& access_key,
-                                        const std::string& secret_key)>& on_ready);
+// Runs until SIGINT/SIGTERM; returns why it could not start (the data directory, the store,
+// the root credentials, or the address: a network error, exit 5), or nullopt after a clean
+// stop. `on_ready` is called once the socket is bound, with the port and the root
+// credentials in use.
+std::optional<Error> run_server(const ServeOptions& options,
+                                const std::function<void(int port, const std::string& access_key,
+                                                         const std::string& secret_key)>& on_ready);
 
 struct RootCredentials {
   std::string access_key;
@@ -35,7 +43,8 @@ struct RootCredentials {
   std::string source;  // "flags", "environment" or the credentials file's path
 };
 
-// Root credentials: the options, else TFORK_ROOT_ACCESS_KEY / TFORK_ROOT_SECRET_KEY, else
+// Root credentials: the options, else TFORK_ROOT_ACCESS_KEY / TFORK_ROOT_SECRET_KEY (as the
+// options carry them), else
 // <data_dir>/root-credentials (created once, mode 0600). Throws std::runtime_error on I/O
 // failure or a half-given pair.
 RootCredentials resolve_root_credentials(const ServeOptions& options);

@@ -67,14 +67,10 @@ bool is_named(const Header& header, std::string_view lowercase_name) {
 }  // namespace
 
 TEST_CASE("aws-sig-v4-test-suite: every case (generic mode)", "[sigv4][vectors]") {
-  const auto suite = vector_path("aws-sig-v4-test-suite");
-  if (!suite) {
-    WARN("shared/sigv4/aws-sig-v4-test-suite not found under " TFORK_SHARED_DIR "; skipped");
-    return;
-  }
+  const auto suite = require_vectors("aws-sig-v4-test-suite");
 
   std::vector<std::filesystem::path> request_files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(*suite))
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(suite))
     if (entry.is_regular_file() && entry.path().extension() == ".req")
       request_files.push_back(entry.path());
   std::ranges::sort(request_files);
@@ -165,14 +161,10 @@ TEST_CASE("aws-sig-v4-test-suite: the known-bad .sts/.authz are explained by the
        {Explanation{"post-x-www-form-urlencoded", "application/x-www-form-urlencoded"},
         Explanation{"post-x-www-form-urlencoded-parameters",
                     "application/x-www-form-urlencoded; charset=utf8"}}) {
-    const auto folder = vector_path("aws-sig-v4-test-suite/" + std::string(case_name));
-    if (!folder) {
-      WARN("aws-sig-v4-test-suite/" << case_name << " not found; skipped");
-      continue;
-    }
+    const auto folder = require_vectors("aws-sig-v4-test-suite/" + std::string(case_name));
     INFO("case " << case_name);
     const auto file = [&](std::string_view extension) {
-      return read_text(*folder / (std::string(case_name) + std::string(extension)));
+      return read_text(folder / (std::string(case_name) + std::string(extension)));
     };
     RawRequest raw = parse_raw_request(file(".req"));
     std::erase_if(raw.headers, [](const Header& h) { return is_named(h, "content-length"); });

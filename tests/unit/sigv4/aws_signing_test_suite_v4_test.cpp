@@ -67,13 +67,9 @@ std::vector<std::string> sorted_parameters(std::string_view query) {
 }  // namespace
 
 TEST_CASE("aws-signing-test-suite-v4: every case, header and query signing", "[sigv4][vectors]") {
-  const auto suite = vector_path("aws-signing-test-suite-v4");
-  if (!suite) {
-    WARN("shared/sigv4/aws-signing-test-suite-v4 not found under " TFORK_SHARED_DIR "; skipped");
-    return;
-  }
+  const auto suite = require_vectors("aws-signing-test-suite-v4");
   std::vector<std::filesystem::path> case_dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(*suite))
+  for (const auto& entry : std::filesystem::directory_iterator(suite))
     if (entry.is_directory() && std::filesystem::exists(entry.path() / "context.json"))
       case_dirs.push_back(entry.path());
   std::ranges::sort(case_dirs);

@@ -34,12 +34,8 @@ std::string wire_query_of(const nlohmann::json& example) {
 }  // namespace
 
 TEST_CASE("s3-doc-examples.json: every example", "[sigv4][vectors]") {
-  const auto file = vector_path("s3-doc-examples.json");
-  if (!file) {
-    WARN("shared/sigv4/s3-doc-examples.json not found under " TFORK_SHARED_DIR "; skipped");
-    return;
-  }
-  const auto document = nlohmann::json::parse(read_text(*file));
+  const auto file = require_vectors("s3-doc-examples.json");
+  const auto document = nlohmann::json::parse(read_text(file));
   const auto& examples = document.at("examples");
 
   int passed = 0;

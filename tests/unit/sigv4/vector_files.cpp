@@ -1,16 +1,31 @@
 #include "vector_files.hpp"
 
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
 namespace tfork::sigv4::testing {
 
+std::filesystem::path shared_dir() {
+  if (const char* dir = std::getenv("TFORK_SHARED_DIR"); dir && *dir) return dir;
+  return TFORK_SHARED_DIR;
+}
+
 std::optional<std::filesystem::path> vector_path(std::string_view relative) {
-  std::filesystem::path path = std::filesystem::path(TFORK_SHARED_DIR) / "sigv4" / relative;
+  std::filesystem::path path = shared_dir() / "sigv4" / relative;
   std::error_code error;
   if (!std::filesystem::exists(path, error)) return std::nullopt;
   return path;
+}
+
+std::filesystem::path require_vectors(std::string_view relative) {
+  if (auto path = vector_path(relative)) return *path;
+  std::cerr << "SKIP: " << (shared_dir() / "sigv4" / relative).string()
+            << " not found (set TFORK_SHARED_DIR to the shared/ folder)\n";
+  std::cerr.flush();
+  std::_Exit(125);
 }
 
 std::string read_text(const std::filesystem::path& file) {

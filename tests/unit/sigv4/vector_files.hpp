@@ -11,8 +11,17 @@
 
 namespace tfork::sigv4::testing {
 
+// The shared folder: $TFORK_SHARED_DIR when set, else the one CMake was configured with.
+std::filesystem::path shared_dir();
+
 // TFORK_SHARED_DIR/sigv4/<relative>, or nullopt when it does not exist.
 std::optional<std::filesystem::path> vector_path(std::string_view relative);
+
+// TFORK_SHARED_DIR/sigv4/<relative>; when it is missing, says so on stderr and ends the
+// process with 125, which CTest reports as a skip (SKIP_RETURN_CODE), so that missing
+// vectors are never a pass with zero assertions. Only the vector tests call it, and CTest
+// runs them on their own (tests/CMakeLists.txt: unit_sigv4_vectors).
+std::filesystem::path require_vectors(std::string_view relative);
 
 std::string read_text(const std::filesystem::path& file);
 

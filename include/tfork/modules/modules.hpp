@@ -1,0 +1,55 @@
+#pragma once
+// The contract between the tfork executable and its loadable modules (tfork/core/module.hpp
+// says why they exist: libcurl and the local store cost more to load than all the rest).
+//
+// Each module exports one C function, `tfork_curl_module` or `tfork_serve_module`, that
+// returns a pointer to a struct of function pointers; nothing else crosses the boundary, and
+// each function has one definition, in the module. The structs pass C++ types (Options,
+// std::function, std::optional<Error>), so a module works only with the executable of the
+// same build: same tfork version, same compiler, same struct layout. The loader checks
+// `size`, `version` and `compiler` before the first call and refuses a module from another
+// build with ModuleLoadFailed (exit 1) instead of crashing in it.
+
+#include "tfork/core/error.hpp"
+#include "tfork/http/transport.hpp"
+#include "tfork/server/serve.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tfork::modules {
+
+struct CurlModule {
+  std::size_t size;      // sizeof(CurlModule) where the module was built
+  const char* version;   // tfork's version where the module was built
+  const char* compiler;  // __VERSION__ where the module was built
+  // The libcurl transport (http::make_curl_transport); the caller owns the result.
+  http::Transport* (*make_transport)(const http::Options& options);
+};
+
+using ReadyCallback =
+    std::function<void(int port, const std::string& access_key, const std::string& secret_key)>;
+
+struct ServeModule {
+  std::size_t size;
+  const char* version;
+  const char* compiler;
+  // server::run_server: runs until SIGINT/SIGTERM; why it could not start, or nullopt.
+  std::optional<Error> (*run_server)(const server::ServeOptions& options,
+                                     const ReadyCallback& on_ready);
+};
+
+// The modules, loaded on first use and checked against this build. Throw TforkError
+// (ModuleNotFound, ModuleLoadFailed; exit 1) when a module is missing, cannot be loaded, has
+// no entry point or comes from another build.
+const CurlModule& curl();
+const ServeModule& serve();
+
+}  // namespace tfork::modules
+
+extern "C" {
+const tfork::modules::CurlModule* tfork_curl_module();
+const tfork::modules::ServeModule* tfork_serve_module();
+}
