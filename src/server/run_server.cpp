@@ -115,9 +115,9 @@ std::optional<Error> run_server(
   const auto port = http.start(options.host, options.port);
   if (!port) {
     // A network error (exit 5, cli.md §6), like a client that cannot connect.
-    return serve_error(ErrorKind::network, "ListenFailed",
-                       fmt::format("cannot listen on {}:{}: {}", options.host, options.port,
-                                   port.error()));
+    return serve_error(
+        ErrorKind::network, "ListenFailed",
+        fmt::format("cannot listen on {}:{}: {}", options.host, options.port, port.error()));
   }
   spdlog::info("tfork serve: listening on {}:{}, data in {}, root key from {}", options.host, *port,
                options.data_dir.string(), root.source);

@@ -10,14 +10,34 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_transport.hpp"
+#include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace tfork::testing {
+
+// A fresh directory under the system's temp directory, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           fmt::format("tfork-component-{}-{}", ::getpid(), counter++);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 inline const std::string k_endpoint = "http://127.0.0.1:9000";
 

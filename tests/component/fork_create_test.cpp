@@ -20,20 +20,6 @@ using workflow::ForkStatus;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path =
-        fs::temp_directory_path() / fmt::format("tfork-fork-test-{}-{}", ::getpid(), counter()++);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
-
 // Manifests of runs that do not name one (a run that mints keys always writes one) go here,
 // not into the test's working directory.
 const fs::path& scratch_dir() {

@@ -49,6 +49,13 @@ ErrorKind failure_kind(FakeTigris& tigris, const std::function<void()>& action) 
   return ErrorKind::other;
 }
 
+workflow::SourceSelection run_selection() {
+  workflow::SourceSelection selection;
+  selection.source = "data";
+  selection.prefix = "run";
+  return selection;
+}
+
 }  // namespace
 
 TEST_CASE("teardown --source stops on a repeated continuation token, like fork ls",
@@ -56,8 +63,9 @@ TEST_CASE("teardown --source stops on a repeated continuation token, like fork l
   FakeTigris tigris;
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  CHECK(failure_kind(tigris, [&] { workflow::plan_from_source(client, "data", "run"); }) ==
-        ErrorKind::other);
+  CHECK(failure_kind(tigris, [&] {
+          workflow::plan_from_source(client, run_selection(), std::chrono::system_clock::now());
+        }) == ErrorKind::other);
   CHECK(failure_kind(tigris, [&] { tigris::find_forks(client, "data"); }) == ErrorKind::other);
 }
 
@@ -75,7 +83,8 @@ TEST_CASE("teardown --source keeps only forks of the source named PREFIX-N",
   auto client = make_client(*transport);
   for (const bool old_gateway : {false, true}) {
     tigris.ignore_fork_header = old_gateway;
-    const auto plan = workflow::plan_from_source(client, "data", "run");
+    const auto plan =
+        workflow::plan_from_source(client, run_selection(), std::chrono::system_clock::now());
     std::vector<std::string> names;
     for (const auto& target : plan.targets)
       names.push_back(target.bucket);

@@ -33,17 +33,6 @@ bool sent(const std::vector<http::Request>& requests, std::string_view method,
                              [&](const auto& r) { return r.method == method && r.url == url; });
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("tfork-teardown-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 workflow::Manifest manifest_of(FakeTigris& tigris, std::vector<std::string> forks) {
   workflow::Manifest manifest;
   manifest.source = "data";

@@ -83,8 +83,7 @@ TEST_CASE("signing region: auto for Tigris whatever AWS_REGION says; --region wi
 TEST_CASE("IAM already gone: 404, NoSuchEntity code, or NoSuchEntity anywhere in the body",
           "[wire]") {
   auto gone = [](int status, std::string body) {
-    return key_gone(
-        tigris::error_from_response(respond(status, body), "DeleteAccessKey"));
+    return key_gone(tigris::error_from_response(respond(status, body), "DeleteAccessKey"));
   };
   CHECK(gone(404, ""));
   CHECK(gone(400, R"({"Code":"NoSuchEntity","Message":"x"})"));

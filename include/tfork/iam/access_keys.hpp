@@ -39,7 +39,6 @@ struct KeyPage {
 };
 std::expected<KeyPage, std::string> parse_key_list(const http::Response& response);
 
-
 // A random RFC 4122 version-4 UUID.
 std::string new_uuid();
 

@@ -3,9 +3,9 @@
 // over a Store. No sockets, no global state; tests and the fault injection of the socket
 // layer wrap it.
 
+#include "tfork/rules/redaction.hpp"
 #include "tfork/server/auth.hpp"
 #include "tfork/server/body.hpp"
-#include "tfork/rules/redaction.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/target.hpp"
 #include "tfork/server/variance.hpp"

@@ -3,8 +3,8 @@
 // into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).
 // Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
 
-#include "tfork/server/body.hpp"
 #include "tfork/rules/bucket_name.hpp"
+#include "tfork/server/body.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/payload.hpp"
