@@ -120,7 +120,10 @@ TEST_CASE("snapshot rm and teardown --delete-snapshot agree on 'already gone'",
     CHECK(removed.versions.at(0).outcome.status == c.expected);
 
     workflow::TeardownPlan plan;
-    plan.snapshots.push_back({"data", "1751631910196672425"});
+    workflow::SnapshotTarget snapshot;
+    snapshot.bucket = "data";
+    snapshot.version = "1751631910196672425";
+    plan.snapshots.push_back(snapshot);
     const auto torn = workflow::run_teardown(client, plan, no_interrupt);
     REQUIRE(torn.snapshots.size() == 1);
     CHECK(workflow::to_json(torn)["snapshots"][0]["status"] == c.expected);
