@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -47,8 +48,7 @@ bool has_unsupported_subresource(const Target& target) {
                                                        "publicAccessBlock",
                                                        "requestPayment",
                                                        "intelligent-tiering",
-                                                       "policyStatus",
-                                                       "attributes"};
+                                                       "policyStatus"};
   for (const auto name : k_unsupported) {
     if (target.has(name)) return true;
   }
@@ -62,6 +62,7 @@ Response dispatch_s3(Context& context) {
     check_key(context);
     return get_object_tagging(context);
   }
+  if (target.has("attributes") && (method != "GET" || !target.has_key)) fail(Err::not_implemented);
   if (has_unsupported_subresource(target)) fail(Err::not_implemented);
   if (target.has("versions") && (method != "GET" || target.has_key)) fail(Err::not_implemented);
 
@@ -83,8 +84,7 @@ Response dispatch_s3(Context& context) {
       if (target.has("location")) return bucket_location(context);
       if (target.has("versioning")) return bucket_versioning(context);
       if (target.has("versions")) return list_object_versions(context);
-      if (target.has("uploads"))
-        fail(Err::not_implemented, "ListMultipartUploads is not supported.");
+      if (target.has("uploads")) return list_multipart_uploads(context);
       const auto* list_type = target.get("list-type");
       if (list_type && *list_type == "2") return list_objects(context, 2);
       if (list_type && *list_type != "1") fail(Err::invalid_argument, "Invalid list-type.");
@@ -101,6 +101,7 @@ Response dispatch_s3(Context& context) {
   }
   if (method == "GET" || method == "HEAD") {
     if (method == "GET" && target.has("uploadId")) return list_parts(context);
+    if (method == "GET" && target.has("attributes")) return get_object_attributes(context);
     return get_object(context);
   }
   if (method == "DELETE") {
@@ -333,8 +334,18 @@ std::expected<Admission, Response> Handler::admit(const Request& head) {
 
 std::unique_ptr<BodyReceiver> Handler::receiver(const Request& head, const Admission& admission) {
   if (!admission.auth) return std::make_unique<BodyReceiver>(BodyPlan{});
-  return std::make_unique<BodyReceiver>(
-      plan_body(head, *admission.auth, admission.object_body, store_.tmp_dir()));
+  auto plan = plan_body(head, *admission.auth, admission.object_body, store_.tmp_dir());
+  // A part of an upload created with a checksum algorithm gets that checksum computed while it
+  // streams, whether or not its client sent it (Complete combines the parts' checksums).
+  if (const auto* upload_id = admission.target.get("uploadId");
+      upload_id && admission.object_body) {
+    if (const auto upload = store_.get_upload(*upload_id); upload && !upload->checksums.empty()) {
+      const auto& algorithm = upload->checksums.front().first;
+      if (std::ranges::find(plan.checksums, algorithm) == plan.checksums.end())
+        plan.checksums.push_back(algorithm);
+    }
+  }
+  return std::make_unique<BodyReceiver>(std::move(plan));
 }
 
 Response Handler::finish(const Request& head, const Admission& admission, DecodedBody body) {

@@ -2,6 +2,7 @@
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/object_support.hpp"
 #include "tfork/server/operations.hpp"
+#include "tfork/server/payload.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/server/xml_render.hpp"
 
@@ -48,6 +49,69 @@ std::string etag_text(std::string_view etag) {
   return std::string(etag);
 }
 
+// x-amz-checksum-algorithm of CreateMultipartUpload, lowercased ("crc32", ...); empty when
+// none was asked for.
+std::string checksum_algorithm(const Context& context) {
+  const auto* value = context.header("x-amz-checksum-algorithm");
+  if (!value) return {};
+  std::string name = *value;
+  for (auto& c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name != "crc32" && name != "crc32c" && name != "crc64nvme" && name != "sha1" &&
+      name != "sha256") {
+    fail(Err::invalid_request, "Checksum algorithm provided is unsupported.");
+  }
+  return name;
+}
+
+// The algorithm an upload was created with (kept as its only checksum, with an empty value).
+std::string upload_algorithm(const store::UploadInfo& upload) {
+  return upload.checksums.empty() ? std::string() : upload.checksums.front().first;
+}
+
+std::string lower(std::string text) {
+  for (auto& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::string upper(std::string text) {
+  for (auto& c : text)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// "ChecksumCRC32" and the like: the XML element of an algorithm.
+std::string checksum_element(std::string_view algorithm) {
+  return "Checksum" + upper(std::string(algorithm));
+}
+
+// The part's checksum in `algorithm`: the verified header or trailer, or computed here.
+std::string part_checksum(const Context& context, std::string_view algorithm) {
+  for (const auto& [name, value] : context.checksums) {
+    if (name == algorithm) return value;
+  }
+  if (const auto& file = context.body.file) {
+    for (const auto& [name, value] : file->checksums) {
+      if (name == algorithm) return value;
+    }
+    fail(Err::internal_error, "The part's checksum was not computed.");
+  }
+  return checksum_of(algorithm, context.body.data);
+}
+
+// `bytes=<first>-<last>`, both decimal (x-amz-copy-source-range); nullopt otherwise.
+std::optional<std::pair<std::int64_t, std::int64_t>> copy_range(std::string_view text) {
+  if (!text.starts_with("bytes=")) return std::nullopt;
+  text.remove_prefix(6);
+  const auto dash = text.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const auto first = parse_seq(text.substr(0, dash));
+  const auto last = parse_seq(text.substr(dash + 1));
+  if (!first || !last || *last < *first) return std::nullopt;
+  return std::pair{*first, *last};
+}
+
 }  // namespace
 
 Response create_multipart_upload(Context& context) {
@@ -57,6 +121,8 @@ Response create_multipart_upload(Context& context) {
   store::NewObject meta;
   meta.content_type = content_type_of(context.request);
   meta.user_meta = user_metadata(context.request);
+  const auto algorithm = checksum_algorithm(context);
+  if (!algorithm.empty()) meta.checksums.emplace_back(algorithm, "");
   const auto upload =
       check(context.store.create_upload(bucket, context.target.key, std::move(meta)), bucket);
   pugi::xml_document document;
@@ -64,7 +130,12 @@ Response create_multipart_upload(Context& context) {
   add_text(root, "Bucket", bucket);
   add_text(root, "Key", context.target.key);
   add_text(root, "UploadId", upload.upload_id);
-  return xml_response(200, to_string(document));
+  auto response = xml_response(200, to_string(document));
+  if (!algorithm.empty()) {
+    response.set_header("x-amz-checksum-algorithm", upper(algorithm));
+    response.set_header("x-amz-checksum-type", "COMPOSITE");
+  }
+  return response;
 }
 
 // UploadPartCopy: the part is a byte range (x-amz-copy-source-range, else everything) of an
@@ -78,21 +149,26 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
       check(context.store.get_object(source.bucket, source.key, at), source.bucket, source.key);
   std::int64_t start = 0;
   std::int64_t length = info.size;
-  if (const auto* range = context.header("x-amz-copy-source-range")) {
-    long long first = -1, last = -1;
-    if (std::sscanf(range->c_str(), "bytes=%lld-%lld", &first, &last) != 2 || first < 0 ||
-        last < first || last >= info.size) {
+  if (const auto* header = context.header("x-amz-copy-source-range")) {
+    // As S3: a malformed range is InvalidArgument, one past the source's end InvalidRange.
+    const auto range = copy_range(*header);
+    if (!range) {
       fail(Err::invalid_argument,
-           "The x-amz-copy-source-range value must be bytes=first-last "
-           "within the source object.");
+           "The x-amz-copy-source-range value must be of the form bytes=first-last where "
+           "first and last are the zero-based offsets of the first and last bytes to copy");
     }
-    start = first;
-    length = last - first + 1;
+    if (range->second >= info.size) {
+      fail(Err::invalid_range, "The requested range is not satisfiable");
+    }
+    start = range->first;
+    length = range->second - range->first + 1;
   }
   // Streamed through a fixed buffer into a new blob: a part copy never holds its range in
   // memory (up to 5 GiB, S3's part limit).
   if (length > static_cast<std::int64_t>(k_max_object_body)) fail(Err::entity_too_large);
-  SpoolFile spool(context.store.tmp_dir(), {});
+  const auto algorithm = upload_algorithm(upload);
+  SpoolFile spool(context.store.tmp_dir(),
+                  algorithm.empty() ? std::vector<std::string>{} : std::vector{algorithm});
   std::string buffer(std::size_t{256} << 10, '\0');
   for (const auto& segment : segments_for(context.store, info, start, length)) {
     std::ifstream in(segment.path, std::ios::binary);
@@ -114,11 +190,13 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
   if (!spooled) fail(std::move(spooled.error()));
   const auto blob = check(context.store.adopt_blob(spooled->path, spooled->sha256_hex));
   const auto etag = crypto::to_hex(spooled->md5);
-  check(context.store.put_part(upload.upload_id, part_number, blob, etag));
+  check(context.store.put_part(upload.upload_id, part_number, blob, etag, spooled->checksums));
   pugi::xml_document document;
   auto root = s3_root(document, "CopyPartResult");
   add_text(root, "LastModified", iso8601_ms(info.seq));
   add_text(root, "ETag", quote_etag(etag));
+  for (const auto& [name, value] : spooled->checksums)
+    add_text(root, checksum_element(name).c_str(), value);
   return xml_response(200, to_string(document));
 }
 
@@ -128,11 +206,20 @@ Response upload_part(Context& context) {
   if (part_number == 0) fail(Err::invalid_argument, "partNumber is required.");
   const auto upload = upload_of(context);
   if (context.header("x-amz-copy-source")) return upload_part_copy(context, upload, part_number);
+  // The part keeps the checksums its client sent, and the upload's algorithm's in any case:
+  // Complete builds the object's composite checksum from them.
+  auto checksums = context.checksums;
+  if (const auto algorithm = upload_algorithm(upload);
+      !algorithm.empty() &&
+      std::ranges::find(checksums, algorithm, &std::pair<std::string, std::string>::first) ==
+          checksums.end()) {
+    checksums.emplace_back(algorithm, part_checksum(context, algorithm));
+  }
   const auto [blob, etag] = store_body(context);
-  check(context.store.put_part(upload.upload_id, part_number, blob, etag));
+  check(context.store.put_part(upload.upload_id, part_number, blob, etag, checksums));
   Response response;
   response.set_header("ETag", quote_etag(etag));
-  for (const auto& [algorithm, value] : context.checksums) {
+  for (const auto& [algorithm, value] : checksums) {
     response.set_header("x-amz-checksum-" + algorithm, value);
   }
   return response;
@@ -142,24 +229,60 @@ Response complete_multipart_upload(Context& context) {
   const auto& bucket = context.target.bucket;
   require(context, bucket, Access::write);
   const auto upload = upload_of(context);
+  check_write_conditions(context);
+  const auto algorithm = upload_algorithm(upload);
 
   pugi::xml_document document;
   const auto parsed = document.load_buffer(context.body.data.data(), context.body.data.size());
   const auto root = document.child("CompleteMultipartUpload");
   if (!parsed || !root) fail(Err::malformed_xml);
   std::vector<std::pair<int, std::string>> parts;
+  std::vector<std::string> claimed_checksums;  // the client's Checksum<ALGORITHM>, if any
   for (const auto part : root.children("Part")) {
     const auto number = parse_seq(part.child_value("PartNumber"));
     if (!number || *number < 1 || *number > k_max_part_number) fail(Err::malformed_xml);
     parts.emplace_back(static_cast<int>(*number), etag_text(part.child_value("ETag")));
+    claimed_checksums.emplace_back(
+        algorithm.empty() ? "" : part.child_value(checksum_element(algorithm).c_str()));
   }
   if (parts.empty()) fail(Err::malformed_xml, "You must specify at least one part");
   if (!std::ranges::is_sorted(parts,
                               [](const auto& a, const auto& b) { return a.first <= b.first; })) {
     fail(Err::invalid_part_order);
   }
-  const auto info =
-      check(context.store.complete_upload(upload.upload_id, parts), bucket, context.target.key);
+  // S3's rules on the listed parts: each was uploaded with that ETag (and checksum, when the
+  // client names one), and all but the last are at least 5 MiB. The store checks the parts
+  // again under its lock.
+  const auto uploaded = check(context.store.list_parts(upload.upload_id));
+  std::string part_digests;  // the parts' raw checksums, concatenated
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto found = std::ranges::find(uploaded, parts[i].first, &store::PartInfo::part_number);
+    if (found == uploaded.end() || lower(etag_text(found->etag)) != lower(parts[i].second)) {
+      fail(Err::invalid_part);
+    }
+    if (i + 1 < parts.size() && found->blob.size < k_min_part_size) {
+      S3Error error = make_error(Err::entity_too_small);
+      error.key = context.target.key;
+      fail(std::move(error));
+    }
+    if (algorithm.empty()) continue;
+    const auto stored =
+        std::ranges::find(found->checksums, algorithm, &std::pair<std::string, std::string>::first);
+    const auto digest = stored == found->checksums.end() ? std::optional<std::string>()
+                                                         : crypto::base64_decode(stored->second);
+    if (!digest || (!claimed_checksums[i].empty() && claimed_checksums[i] != stored->second)) {
+      fail(Err::invalid_part);
+    }
+    part_digests += *digest;
+  }
+  // The composite checksum: the checksum of the parts' checksums, "-<parts>" (as S3).
+  std::optional<store::Metadata> checksums;
+  if (!algorithm.empty()) {
+    checksums = store::Metadata{
+        {algorithm, checksum_of(algorithm, part_digests) + "-" + std::to_string(parts.size())}};
+  }
+  const auto info = check(context.store.complete_upload(upload.upload_id, parts, checksums), bucket,
+                          context.target.key);
   pugi::xml_document out;
   auto result = s3_root(out, "CompleteMultipartUploadResult");
   const auto host = context.request.header_or("host", "127.0.0.1");
@@ -167,6 +290,10 @@ Response complete_multipart_upload(Context& context) {
   add_text(result, "Bucket", bucket);
   add_text(result, "Key", context.target.key);
   add_text(result, "ETag", quote_etag(info.etag));
+  for (const auto& [name, value] : info.checksums) {
+    add_text(result, checksum_element(name).c_str(), value);
+    add_text(result, "ChecksumType", "COMPOSITE");
+  }
   return xml_response(200, to_string(out));
 }
 
@@ -202,13 +329,103 @@ Response list_parts(Context& context) {
   add_text(root, "MaxParts", std::to_string(max_parts));
   add_text(root, "IsTruncated", truncated ? "true" : "false");
   add_text(root, "StorageClass", "STANDARD");
+  const auto algorithm = upload_algorithm(upload);
+  if (!algorithm.empty()) add_text(root, "ChecksumAlgorithm", upper(algorithm));
   for (const auto& part : parts) {
     auto node = root.append_child("Part");
     add_text(node, "PartNumber", std::to_string(part.part_number));
     add_text(node, "LastModified", iso8601_ms(upload.created));
     add_text(node, "ETag", quote_etag(part.etag));
     add_text(node, "Size", std::to_string(part.blob.size));
+    for (const auto& [name, value] : part.checksums)
+      add_text(node, checksum_element(name).c_str(), value);
   }
+  return xml_response(200, to_string(document));
+}
+
+// ListMultipartUploads: the uploads in progress, by key then initiation, from after
+// key-marker (and upload-id-marker within that key), at most max-uploads of them.
+Response list_multipart_uploads(Context& context) {
+  const auto& bucket = context.target.bucket;
+  require(context, bucket, Access::read);
+  const auto param = [&](std::string_view name) {
+    const auto* value = context.target.get(name);
+    return value ? *value : std::string();
+  };
+  const auto prefix = param("prefix");
+  const auto delimiter = param("delimiter");
+  const auto key_marker = param("key-marker");
+  const auto id_marker = param("upload-id-marker");
+  const int max_uploads = int_param(context, "max-uploads", 1000, 0, 2147483647);
+  const bool url = context.target.has("encoding-type");
+  if (url && param("encoding-type") != "url")
+    fail(Err::invalid_argument, "Invalid Encoding Method specified in Request");
+  const auto encode = [&](std::string_view text) {
+    return url ? url_encode_key(text) : std::string(text);
+  };
+  auto uploads = check(context.store.list_uploads(bucket, prefix), bucket);
+
+  pugi::xml_document document;
+  auto root = s3_root(document, "ListMultipartUploadsResult");
+  add_text(root, "Bucket", bucket);
+  add_text(root, "KeyMarker", encode(key_marker));
+  add_text(root, "UploadIdMarker", id_marker);
+  add_text(root, "Prefix", encode(prefix));
+  if (!delimiter.empty()) add_text(root, "Delimiter", encode(delimiter));
+  add_text(root, "MaxUploads", std::to_string(std::min(max_uploads, 1000)));
+  if (url) add_text(root, "EncodingType", "url");
+  std::vector<std::string> common_prefixes;
+  std::vector<const store::UploadInfo*> shown;
+  bool truncated = false;
+  for (const auto& upload : uploads) {
+    if (!key_marker.empty()) {
+      if (upload.key < key_marker) continue;
+      // With upload-id-marker, the marker's key lists its uploads after that one.
+      if (upload.key == key_marker && (id_marker.empty() || upload.upload_id <= id_marker))
+        continue;
+    }
+    if (!delimiter.empty()) {
+      const auto at = upload.key.find(delimiter, prefix.size());
+      if (at != std::string::npos) {
+        auto rolled = upload.key.substr(0, at + delimiter.size());
+        if (common_prefixes.empty() || common_prefixes.back() != rolled) {
+          if (static_cast<int>(shown.size() + common_prefixes.size()) >=
+              std::min(max_uploads, 1000)) {
+            truncated = true;
+            break;
+          }
+          common_prefixes.push_back(std::move(rolled));
+        }
+        continue;
+      }
+    }
+    if (static_cast<int>(shown.size() + common_prefixes.size()) >= std::min(max_uploads, 1000)) {
+      truncated = true;
+      break;
+    }
+    shown.push_back(&upload);
+  }
+  if (truncated && !shown.empty()) {
+    add_text(root, "NextKeyMarker", encode(shown.back()->key));
+    add_text(root, "NextUploadIdMarker", shown.back()->upload_id);
+  }
+  add_text(root, "IsTruncated", truncated ? "true" : "false");
+  for (const auto* upload : shown) {
+    auto node = root.append_child("Upload");
+    add_text(node, "Key", encode(upload->key));
+    add_text(node, "UploadId", upload->upload_id);
+    for (const char* who : {"Initiator", "Owner"}) {
+      auto person = node.append_child(who);
+      add_text(person, "ID", "tfork");
+      add_text(person, "DisplayName", "tfork");
+    }
+    add_text(node, "StorageClass", "STANDARD");
+    add_text(node, "Initiated", iso8601_ms(upload->created));
+    if (const auto algorithm = upload_algorithm(*upload); !algorithm.empty())
+      add_text(node, "ChecksumAlgorithm", upper(algorithm));
+  }
+  for (const auto& common : common_prefixes)
+    add_text(root.append_child("CommonPrefixes"), "Prefix", encode(common));
   return xml_response(200, to_string(document));
 }
 

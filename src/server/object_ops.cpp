@@ -75,6 +75,33 @@ std::optional<store::Seq> version_id(const Context& context, std::string_view na
   return seq;
 }
 
+// ?partNumber= of GetObject and HeadObject: 1..10000.
+std::optional<int> part_number(const Context& context) {
+  const auto* text = context.target.get("partNumber");
+  if (!text) return std::nullopt;
+  const auto value = parse_seq(*text);
+  if (!value || *value < 1 || *value > 10000)
+    fail(Err::invalid_argument, "Part number must be an integer between 1 and 10000, inclusive");
+  return static_cast<int>(*value);
+}
+
+// The number of parts of a multipart object (its ETag ends in "-<parts>"), else nullopt.
+std::optional<int> parts_count(const store::ObjectInfo& info) {
+  if (info.etag.find('-') == std::string::npos || info.parts.empty()) return std::nullopt;
+  return static_cast<int>(info.parts.size());
+}
+
+void remove_checksum_headers(Response& response) {
+  std::erase_if(response.headers, [](const Header& header) {
+    return std::string_view(header.first).starts_with("x-amz-checksum-");
+  });
+}
+
+// A multipart object's checksum is a checksum of its parts' checksums, "<base64>-<parts>".
+std::string_view checksum_type(std::string_view value) {
+  return value.find('-') == std::string_view::npos ? "FULL_OBJECT" : "COMPOSITE";
+}
+
 void object_headers(Response& response, const Context& context, const store::ObjectInfo& info) {
   response.set_header("ETag", quote_etag(info.etag));
   response.set_header("Last-Modified", http_date(info.seq));
@@ -92,6 +119,7 @@ void object_headers(Response& response, const Context& context, const store::Obj
   if (const auto* mode = context.header("x-amz-checksum-mode"); mode && iequals(*mode, "ENABLED")) {
     for (const auto& [algorithm, value] : info.checksums) {
       response.set_header("x-amz-checksum-" + algorithm, value);
+      response.set_header("x-amz-checksum-type", std::string(checksum_type(value)));
     }
   }
   // response-* query overrides of GetObject.
@@ -261,16 +289,11 @@ StoredBody store_body(Context& context) {
           crypto::to_hex(crypto::md5(context.body.data))};
 }
 
-Response put_object(Context& context) {
+void check_write_conditions(const Context& context) {
   const auto& bucket = context.target.bucket;
   const auto& key = context.target.key;
-  require(context, bucket, Access::write);
-  if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
-  check(context.store.head_bucket(bucket), bucket);  // no orphan blob for a missing bucket
-  // Conditional writes: If-None-Match: * (create only) and If-Match: <etag> (replace only
-  // that version), 412 otherwise.
   if (const auto* if_none_match = context.header("if-none-match");
-      if_none_match && *if_none_match == "*") {
+      if_none_match && unquote(*if_none_match) == "*") {
     if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
   }
   if (const auto* if_match = context.header("if-match")) {
@@ -282,6 +305,15 @@ Response put_object(Context& context) {
     }
     if (!etag_matches(*if_match, current->etag)) fail(Err::precondition_failed);
   }
+}
+
+Response put_object(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  require(context, bucket, Access::write);
+  if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
+  check(context.store.head_bucket(bucket), bucket);  // no orphan blob for a missing bucket
+  check_write_conditions(context);
   store::NewObject object;
   object.content_type = content_type_of(context.request);
   object.user_meta = user_metadata(context.request);
@@ -335,7 +367,31 @@ Response get_object(Context& context) {
   object_headers(response, context, info);
   std::int64_t start = 0;
   std::int64_t length = info.size;
-  if (const auto* range_header = context.header("range")) {
+  const auto* range_header = context.header("range");
+  if (const auto part = part_number(context)) {
+    // GetObject/HeadObject ?partNumber=N: the bytes of that part of a multipart object; an
+    // object uploaded whole has one part, itself.
+    if (range_header) {
+      fail(Err::invalid_request,
+           "Cannot specify both Range header and partNumber query parameter.");
+    }
+    const auto count = parts_count(info);
+    if (*part > count.value_or(1)) fail(Err::invalid_part_number);
+    if (count) {
+      for (int i = 0; i + 1 < *part; ++i)
+        start += info.parts[static_cast<std::size_t>(i)].size;
+      length = info.parts[static_cast<std::size_t>(*part - 1)].size;
+      response.set_header("x-amz-mp-parts-count", std::to_string(*count));
+      // The stored checksum is the whole object's: not the part's.
+      remove_checksum_headers(response);
+    }
+    if (info.size > 0) {
+      response.status = 206;
+      response.set_header("Content-Range", "bytes " + std::to_string(start) + "-" +
+                                               std::to_string(start + length - 1) + "/" +
+                                               std::to_string(info.size));
+    }
+  } else if (range_header) {
     if (const auto range = parse_range(*range_header, info.size)) {
       if (range->unsatisfiable) {
         S3Error error = make_error(Err::invalid_range);
@@ -347,10 +403,7 @@ Response get_object(Context& context) {
       response.status = 206;
       // The stored checksums are of the whole object: on a part of it, clients that validate
       // response checksums (boto3) would fail, so S3 leaves them out.
-      for (auto it = response.headers.begin(); it != response.headers.end();) {
-        it = std::string_view(it->first).starts_with("x-amz-checksum-") ? response.headers.erase(it)
-                                                                        : std::next(it);
-      }
+      remove_checksum_headers(response);
       response.set_header("Content-Range", "bytes " + std::to_string(start) + "-" +
                                                std::to_string(start + length - 1) + "/" +
                                                std::to_string(info.size));
@@ -515,6 +568,93 @@ Response copy_object(Context& context) {
   add_text(root, "LastModified", iso8601_ms(info.seq));
   add_text(root, "ETag", quote_etag(info.etag));
   return xml_response(200, to_string(document));
+}
+
+// GetObjectAttributes: the attributes named in x-amz-object-attributes, in one document.
+Response get_object_attributes(Context& context) {
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  require(context, bucket, Access::read);
+  const auto* names = context.header("x-amz-object-attributes");
+  static constexpr std::string_view k_known[] = {"ETag", "Checksum", "ObjectParts", "StorageClass",
+                                                 "ObjectSize"};
+  std::vector<std::string> wanted;
+  for (std::string_view list = names ? std::string_view(*names) : std::string_view{};
+       !list.empty();) {
+    const auto comma = list.find(',');
+    auto item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (std::ranges::find(k_known, item) == std::end(k_known))
+      fail(Err::invalid_argument, "Invalid attribute name specified.");
+    wanted.emplace_back(item);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  if (wanted.empty()) {
+    fail(Err::invalid_argument,
+         "The x-amz-object-attributes header specifying the attributes to be retrieved is "
+         "either missing or empty");
+  }
+  const auto wants = [&](std::string_view name) {
+    return std::ranges::find(wanted, name) != wanted.end();
+  };
+  auto at = snapshot_version(context);
+  const auto version = version_id(context);
+  if (version) at = version;
+  const auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  if (version && info.seq != *version) {
+    S3Error error = make_error(Err::no_such_version);
+    error.key = key;
+    fail(std::move(error));
+  }
+
+  pugi::xml_document document;
+  auto root = s3_root(document, "GetObjectAttributesResponse");
+  if (wants("ETag")) add_text(root, "ETag", info.etag);  // unquoted, as S3 answers here
+  if (wants("Checksum") && !info.checksums.empty()) {
+    auto checksum = root.append_child("Checksum");
+    for (const auto& [algorithm, value] : info.checksums) {
+      std::string name = "Checksum" + algorithm;
+      for (std::size_t i = 8; i < name.size(); ++i)
+        name[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[i])));
+      add_text(checksum, name.c_str(), value);
+    }
+    add_text(checksum, "ChecksumType", checksum_type(info.checksums.front().second));
+  }
+  if (const auto count = parts_count(info); wants("ObjectParts") && count) {
+    const int max_parts = [&] {
+      const auto* text = context.target.get("max-parts");
+      const auto value = text ? parse_seq(*text) : std::optional<store::Seq>(1000);
+      if (!value) fail(Err::invalid_argument, "max-parts must be an integer.");
+      return static_cast<int>(std::min<store::Seq>(*value, 1000));
+    }();
+    const auto* marker_text = context.header("x-amz-part-number-marker");
+    const auto marker = marker_text ? parse_seq(*marker_text) : std::optional<store::Seq>(0);
+    if (!marker) fail(Err::invalid_argument, "The part number marker must be an integer.");
+    auto parts = root.append_child("ObjectParts");
+    add_text(parts, "TotalPartsCount", std::to_string(*count));
+    add_text(parts, "PartNumberMarker", std::to_string(*marker));
+    int shown = 0;
+    int last = static_cast<int>(*marker);
+    for (int number = static_cast<int>(*marker) + 1; number <= *count && shown < max_parts;
+         ++number, ++shown) {
+      auto part = parts.append_child("Part");
+      add_text(part, "PartNumber", std::to_string(number));
+      add_text(part, "Size", std::to_string(info.parts[static_cast<std::size_t>(number - 1)].size));
+      last = number;
+    }
+    add_text(parts, "NextPartNumberMarker", std::to_string(last));
+    add_text(parts, "MaxParts", std::to_string(max_parts));
+    add_text(parts, "IsTruncated", last < *count ? "true" : "false");
+  }
+  if (wants("StorageClass")) add_text(root, "StorageClass", "STANDARD");
+  if (wants("ObjectSize")) add_text(root, "ObjectSize", std::to_string(info.size));
+  auto response = xml_response(200, to_string(document));
+  response.set_header("Last-Modified", http_date(info.seq));
+  if (version) response.set_header("x-amz-version-id", std::to_string(info.seq));
+  return response;
 }
 
 }  // namespace tfork::server

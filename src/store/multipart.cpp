@@ -55,7 +55,7 @@ Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::stri
   return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
-    UploadInfo info{crypto::random_hex(16), row->name, std::string(key), now_ns()};
+    UploadInfo info{crypto::random_hex(16), row->name, std::string(key), now_ns(), meta.checksums};
     const auto user_meta = encode_metadata(meta.user_meta);
     const auto checksums = encode_metadata(meta.checksums);
     ctx.db
@@ -75,7 +75,7 @@ Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::stri
 }
 
 Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_number, BlobRef blob,
-                                       std::string etag) {
+                                       std::string etag, Metadata checksums) {
   if (part_number < 1 || part_number > kMaxPartNumber) {
     return fail(StoreErrc::invalid_argument,
                 "part number must be 1.." + std::to_string(kMaxPartNumber));
@@ -94,17 +94,19 @@ Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_numb
     // Take the new reference before dropping the replaced part's (same content re-sent).
     add_ref(ctx, blob.hash, blob.size);
     if (replaced) drop_ref(ctx, *replaced);
+    const auto encoded = encode_metadata(checksums);
     ctx.db
         .query(
-            "INSERT OR REPLACE INTO upload_parts(upload_id, part_no, blob, size, etag) "
-            "VALUES(?1, ?2, ?3, ?4, ?5)")
+            "INSERT OR REPLACE INTO upload_parts(upload_id, part_no, blob, size, etag, checksums) "
+            "VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
         ->bind(1, upload_id)
         .bind(2, std::int64_t{part_number})
         .bind(3, std::string_view(blob.hash))
         .bind(4, blob.size)
         .bind(5, std::string_view(etag))
+        .bind(6, encoded ? std::optional<std::string_view>(*encoded) : std::nullopt)
         .run();
-    return PartInfo{part_number, std::move(blob), std::move(etag)};
+    return PartInfo{part_number, std::move(blob), std::move(etag), std::move(checksums)};
   });
 }
 
@@ -113,11 +115,12 @@ Result<std::vector<PartInfo>> SqliteStore::list_parts(std::string_view upload_id
     if (!find_upload(db, upload_id)) return no_upload(upload_id);
     std::vector<PartInfo> parts;
     auto q = db.query(
-        "SELECT part_no, blob, size, etag FROM upload_parts WHERE upload_id=?1 ORDER BY part_no");
+        "SELECT part_no, blob, size, etag, checksums FROM upload_parts WHERE upload_id=?1 "
+        "ORDER BY part_no");
     q->bind(1, upload_id);
     while (q->step()) {
-      parts.push_back(
-          PartInfo{static_cast<int>(q->int64(0)), BlobRef{q->text(1), q->int64(2)}, q->text(3)});
+      parts.push_back(PartInfo{static_cast<int>(q->int64(0)), BlobRef{q->text(1), q->int64(2)},
+                               q->text(3), decode_metadata(q->opt_text(4))});
     }
     return parts;
   });
@@ -129,7 +132,28 @@ Result<UploadInfo> SqliteStore::get_upload(std::string_view upload_id) {
     if (!upload) return no_upload(upload_id);
     auto q = db.query("SELECT name FROM buckets WHERE id=?1");
     std::string bucket = q->bind(1, upload->bucket_id).step() ? q->text(0) : std::string();
-    return UploadInfo{std::string(upload_id), std::move(bucket), upload->key, upload->created};
+    return UploadInfo{std::string(upload_id), std::move(bucket), upload->key, upload->created,
+                      decode_metadata(upload->checksums)};
+  });
+}
+
+Result<std::vector<UploadInfo>> SqliteStore::list_uploads(std::string_view bucket,
+                                                          std::string_view prefix) {
+  return read([&](sqlite::Db& db) -> Result<std::vector<UploadInfo>> {
+    const auto row = find_bucket(db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    std::vector<UploadInfo> uploads;
+    auto q = db.query(
+        "SELECT upload_id, key, created, checksums FROM uploads WHERE bucket_id=?1 "
+        "ORDER BY key, created, upload_id");
+    q->bind(1, row->id);
+    while (q->step()) {
+      auto key = q->text(1);
+      if (!key.starts_with(prefix)) continue;
+      uploads.push_back(UploadInfo{q->text(0), row->name, std::move(key), q->int64(2),
+                                   decode_metadata(q->opt_text(3))});
+    }
+    return uploads;
   });
 }
 
@@ -148,7 +172,8 @@ void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
 }
 
 Result<ObjectInfo> SqliteStore::complete_upload(
-    std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) {
+    std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts,
+    std::optional<Metadata> checksums) {
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);
@@ -181,7 +206,7 @@ Result<ObjectInfo> SqliteStore::complete_upload(
     object.etag = std::move(*etag);
     object.content_type = upload->content_type;
     object.user_meta = decode_metadata(upload->user_meta);
-    object.checksums = decode_metadata(upload->checksums);
+    object.checksums = checksums ? std::move(*checksums) : decode_metadata(upload->checksums);
 
     // The version takes its references first, then the upload drops all of its own (parts
     // left out of the list lose their last reference and are unlinked after COMMIT).

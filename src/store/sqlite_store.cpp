@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS upload_parts(
   blob TEXT NOT NULL,
   size INTEGER NOT NULL,
   etag TEXT NOT NULL,
+  checksums TEXT,
   PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS access_keys(
   id TEXT PRIMARY KEY,
@@ -117,6 +118,17 @@ void migrate_key_roles(sqlite::Db& db) {
   db.exec(
       "UPDATE key_roles SET bucket_id=(SELECT id FROM buckets WHERE buckets.name=key_roles.bucket "
       "AND state=0) WHERE bucket<>'*'");
+}
+
+// Data directories made before parts kept their x-amz-checksum-* values.
+void migrate_part_checksums(sqlite::Db& db) {
+  bool has_checksums = false;
+  {
+    auto q = db.query("SELECT name FROM pragma_table_info('upload_parts')");
+    while (q->step())
+      has_checksums = has_checksums || q->view(0) == "checksums";
+  }
+  if (!has_checksums) db.exec("ALTER TABLE upload_parts ADD COLUMN checksums TEXT");
 }
 
 BucketRow bucket_from(const sqlite::Stmt& s) {
@@ -207,6 +219,7 @@ void SqliteStore::initialise() {
     sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
     writer_->exec(kSchema);
     migrate_key_roles(*writer_);
+    migrate_part_checksums(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();

@@ -129,10 +129,13 @@ class SqliteStore final : public Store {
   Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
                                    NewObject meta) override;
   Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
-                            std::string etag) override;
+                            std::string etag, Metadata checksums = {}) override;
   Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) override;
-  Result<ObjectInfo> complete_upload(
-      std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) override;
+  Result<ObjectInfo> complete_upload(std::string_view upload_id,
+                                     const std::vector<std::pair<int, std::string>>& parts,
+                                     std::optional<Metadata> checksums = std::nullopt) override;
+  Result<std::vector<UploadInfo>> list_uploads(std::string_view bucket,
+                                               std::string_view prefix) override;
   Result<void> abort_upload(std::string_view upload_id) override;
   Result<UploadInfo> get_upload(std::string_view upload_id) override;
 

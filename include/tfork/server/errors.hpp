@@ -46,6 +46,7 @@ enum class Err {
   precondition_failed,
   not_modified,
   entity_too_large,
+  entity_too_small,
   max_message_length_exceeded,
   // resources
   no_such_bucket,
@@ -63,6 +64,7 @@ enum class Err {
   snapshot_read_only,
   invalid_part,
   invalid_part_order,
+  invalid_part_number,
   // IAM (tigris-wire.md §3)
   no_such_entity,
   invalid_action,
@@ -134,6 +136,8 @@ inline constexpr std::array k_error_table = {
     ErrorSpec{Err::not_modified, 304, "NotModified", "Not Modified"},
     ErrorSpec{Err::entity_too_large, 400, "EntityTooLarge",
               "Your proposed upload exceeds the maximum allowed size"},
+    ErrorSpec{Err::entity_too_small, 400, "EntityTooSmall",
+              "Your proposed upload is smaller than the minimum allowed object size."},
     ErrorSpec{Err::max_message_length_exceeded, 400, "MaxMessageLengthExceeded",
               "Your request was too big."},
     ErrorSpec{Err::no_such_bucket, 404, "NoSuchBucket", "The specified bucket does not exist"},
@@ -179,6 +183,8 @@ inline constexpr std::array k_error_table = {
               "One or more of the specified parts could not be found."},
     ErrorSpec{Err::invalid_part_order, 400, "InvalidPartOrder",
               "The list of parts was not in ascending order."},
+    ErrorSpec{Err::invalid_part_number, 416, "InvalidPartNumber",
+              "The requested partnumber is not satisfiable"},
     // tigris-wire §1.5, §3.3: a missing key is 404 with NoSuchEntity in the body.
     ErrorSpec{Err::no_such_entity, 404, "NoSuchEntity", "The access key does not exist."},
     ErrorSpec{Err::invalid_action, 400, "InvalidAction",

@@ -85,6 +85,11 @@ Response get_object_tagging(Context& context);
 Response delete_object(Context& context);
 Response delete_objects(Context& context);
 Response copy_object(Context& context);
+Response get_object_attributes(Context& context);  // GET /<b>/<k>?attributes
+
+// Conditional writes of PutObject and CompleteMultipartUpload: If-None-Match: * (create
+// only) and If-Match: <etag> (replace only that version); 412 PreconditionFailed otherwise.
+void check_write_conditions(const Context& context);
 
 // x-amz-copy-source of CopyObject and UploadPartCopy.
 struct CopySource {
@@ -100,6 +105,10 @@ Response upload_part(Context& context);
 Response complete_multipart_upload(Context& context);
 Response abort_multipart_upload(Context& context);
 Response list_parts(Context& context);
+Response list_multipart_uploads(Context& context);  // GET /<b>?uploads
+
+// S3's smallest part: every part of a completed upload but the last is at least this big.
+inline constexpr std::int64_t k_min_part_size = std::int64_t{5} << 20;
 
 // ---- IAM (iam_ops.cpp)
 // Whether the request is an IAM call (POST / with Action in the query or form body, or

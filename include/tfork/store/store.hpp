@@ -148,12 +148,16 @@ struct UploadInfo {
   std::string bucket;
   std::string key;
   Seq created = 0;
+  // The NewObject::checksums create_upload was given (the server keeps the checksum
+  // algorithm its client asked for there, with an empty value).
+  Metadata checksums;
 };
 
 struct PartInfo {
   int part_number = 0;
   BlobRef blob;
-  std::string etag;  // md5 hex, no quotes
+  std::string etag;    // md5 hex, no quotes
+  Metadata checksums;  // as given to put_part
 };
 
 enum class Role { editor, read_only, namespace_admin };
@@ -228,12 +232,15 @@ class Store {
   // ---- multipart
   virtual Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
                                            NewObject meta) = 0;
+  // Replaces an earlier part of the same number. `checksums` are kept with the part.
   virtual Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
-                                    std::string etag) = 0;
+                                    std::string etag, Metadata checksums = {}) = 0;
   virtual Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) = 0;
-  // parts: (part number, etag) as the client sent them, ascending.
-  virtual Result<ObjectInfo> complete_upload(
-      std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts) = 0;
+  // parts: (part number, etag) as the client sent them, ascending. `checksums`, when set,
+  // are the object's (the caller computes a composite checksum); else the upload's are kept.
+  virtual Result<ObjectInfo> complete_upload(std::string_view upload_id,
+                                             const std::vector<std::pair<int, std::string>>& parts,
+                                             std::optional<Metadata> checksums = std::nullopt) = 0;
   virtual Result<void> abort_upload(std::string_view upload_id) = 0;
   virtual Result<UploadInfo> get_upload(std::string_view upload_id) = 0;
 
@@ -256,6 +263,15 @@ class Store {
     auto done = delete_object(bucket, key);
     if (!done) return std::unexpected(std::move(done.error()));
     return std::nullopt;
+  }
+
+  // The uploads in progress in `bucket` whose key starts with `prefix`, by key then creation
+  // (ListMultipartUploads).
+  virtual Result<std::vector<UploadInfo>> list_uploads(std::string_view bucket,
+                                                       std::string_view prefix) {
+    (void)bucket;
+    (void)prefix;
+    return std::vector<UploadInfo>{};
   }
 
   // Blocks until every deleted bucket's rows are reclaimed.
