@@ -65,6 +65,8 @@ Response dispatch_s3(Context& context) {
   if (target.has("attributes") && (method != "GET" || !target.has_key)) fail(Err::not_implemented);
   if (has_unsupported_subresource(target)) fail(Err::not_implemented);
   if (target.has("versions") && (method != "GET" || target.has_key)) fail(Err::not_implemented);
+  // Versions come from Tigris snapshots: S3's versioning configuration is only read.
+  if (target.has("versioning") && (method != "GET" || target.has_key)) fail(Err::not_implemented);
 
   if (target.bucket.empty()) {
     if (method == "GET") return list_buckets(context);

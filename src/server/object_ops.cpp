@@ -634,7 +634,7 @@ Response get_object_attributes(Context& context) {
     const auto marker = marker_text ? parse_seq(*marker_text) : std::optional<store::Seq>(0);
     if (!marker) fail(Err::invalid_argument, "The part number marker must be an integer.");
     auto parts = root.append_child("ObjectParts");
-    add_text(parts, "TotalPartsCount", std::to_string(*count));
+    add_text(parts, "PartsCount", std::to_string(*count));  // TotalPartsCount
     add_text(parts, "PartNumberMarker", std::to_string(*marker));
     int shown = 0;
     int last = static_cast<int>(*marker);

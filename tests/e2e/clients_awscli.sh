@@ -196,11 +196,12 @@ step "ranged read inside the third part"
 aws_cli s3api get-object --bucket "$B" --key big/blob.bin --range bytes=10485750-10485779 "$OUT/mid" >/dev/null
 check_eq "mid-range bytes" "$(tail -c +10485751 "$OUT/big.bin" | head -c 30 | sha256sum | cut -d' ' -f1)" "$(sha256_of "$OUT/mid")"
 
-step "s3api multipart by hand: list-parts, abort, NoSuchUpload (ListMultipartUploads is out of scope: the server answers NotImplemented)"
+step "s3api multipart by hand: list-parts, list-multipart-uploads, abort, NoSuchUpload"
 upload=$(aws_cli s3api create-multipart-upload --bucket "$B" --key "mp/aborted key" --query UploadId --output text)
 head -c $((5 * 1024 * 1024)) /dev/urandom >"$OUT/part1"
 aws_cli s3api upload-part --bucket "$B" --key "mp/aborted key" --upload-id "$upload" --part-number 1 --body "$OUT/part1" >/dev/null
 check_eq "list-parts" 1 "$(aws_cli s3api list-parts --bucket "$B" --key "mp/aborted key" --upload-id "$upload" --query 'length(Parts)' --output text)"
+check_eq "list-multipart-uploads" "$upload" "$(aws_cli s3api list-multipart-uploads --bucket "$B" --prefix "mp/" --query 'Uploads[0].UploadId' --output text)"
 aws_cli s3api abort-multipart-upload --bucket "$B" --key "mp/aborted key" --upload-id "$upload"
 err=$(aws_err s3api list-parts --bucket "$B" --key "mp/aborted key" --upload-id "$upload")
 check_contains "list-parts after abort" "$err" "NoSuchUpload"
