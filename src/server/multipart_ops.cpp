@@ -376,38 +376,61 @@ Response list_multipart_uploads(Context& context) {
   if (url) add_text(root, "EncodingType", "url");
   std::vector<std::string> common_prefixes;
   std::vector<const store::UploadInfo*> shown;
+  const auto limit = std::min(max_uploads, 1000);
   bool truncated = false;
+  std::string next_key;  // the last key or common prefix answered
+  std::string next_id;   // and the last upload id, for a key
+  // With upload-id-marker, the marker key's uploads after that upload (in this listing's
+  // order; by id when it is gone) are listed.
+  const bool marker_upload_present =
+      !id_marker.empty() && std::ranges::any_of(uploads, [&](const auto& upload) {
+        return upload.key == key_marker && upload.upload_id == id_marker;
+      });
+  bool past_marker_upload = false;
   for (const auto& upload : uploads) {
     if (!key_marker.empty()) {
       if (upload.key < key_marker) continue;
-      // With upload-id-marker, the marker's key lists its uploads after that one.
-      if (upload.key == key_marker && (id_marker.empty() || upload.upload_id <= id_marker))
-        continue;
+      if (upload.key == key_marker) {
+        if (id_marker.empty()) continue;
+        if (marker_upload_present) {
+          const bool is_marker = upload.upload_id == id_marker;
+          if (!past_marker_upload) {
+            past_marker_upload = is_marker;
+            continue;
+          }
+        } else if (upload.upload_id <= id_marker) {
+          continue;
+        }
+      }
     }
     if (!delimiter.empty()) {
       const auto at = upload.key.find(delimiter, prefix.size());
       if (at != std::string::npos) {
         auto rolled = upload.key.substr(0, at + delimiter.size());
-        if (common_prefixes.empty() || common_prefixes.back() != rolled) {
-          if (static_cast<int>(shown.size() + common_prefixes.size()) >=
-              std::min(max_uploads, 1000)) {
-            truncated = true;
-            break;
-          }
-          common_prefixes.push_back(std::move(rolled));
+        // A prefix answered on an earlier page (it was the NextKeyMarker) is not repeated.
+        if (rolled == key_marker || (!common_prefixes.empty() && common_prefixes.back() == rolled))
+          continue;
+        if (static_cast<int>(shown.size() + common_prefixes.size()) >= limit) {
+          truncated = true;
+          break;
         }
+        next_key = rolled;
+        next_id.clear();
+        common_prefixes.push_back(std::move(rolled));
         continue;
       }
     }
-    if (static_cast<int>(shown.size() + common_prefixes.size()) >= std::min(max_uploads, 1000)) {
+    if (static_cast<int>(shown.size() + common_prefixes.size()) >= limit) {
       truncated = true;
       break;
     }
+    next_key = upload.key;
+    next_id = upload.upload_id;
     shown.push_back(&upload);
   }
-  if (truncated && !shown.empty()) {
-    add_text(root, "NextKeyMarker", encode(shown.back()->key));
-    add_text(root, "NextUploadIdMarker", shown.back()->upload_id);
+  if (truncated) {
+    add_text(root, "NextKeyMarker", encode(next_key));
+    add_text(root, "NextUploadIdMarker", next_id);
   }
   add_text(root, "IsTruncated", truncated ? "true" : "false");
   for (const auto* upload : shown) {
