@@ -9,7 +9,6 @@
 #include <pugixml.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 
 namespace tfork::server {
@@ -49,21 +48,6 @@ std::string etag_text(std::string_view etag) {
   return std::string(etag);
 }
 
-// x-amz-checksum-algorithm of CreateMultipartUpload, lowercased ("crc32", ...); empty when
-// none was asked for.
-std::string checksum_algorithm(const Context& context) {
-  const auto* value = context.header("x-amz-checksum-algorithm");
-  if (!value) return {};
-  std::string name = *value;
-  for (auto& c : name)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (name != "crc32" && name != "crc32c" && name != "crc64nvme" && name != "sha1" &&
-      name != "sha256") {
-    fail(Err::invalid_request, "Checksum algorithm provided is unsupported.");
-  }
-  return name;
-}
-
 // The algorithm an upload was created with (kept as its only checksum, with an empty value).
 std::string upload_algorithm(const store::UploadInfo& upload) {
   return upload.checksums.empty() ? std::string() : upload.checksums.front().first;
@@ -79,6 +63,19 @@ std::string upper(std::string text) {
   for (auto& c : text)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
+}
+
+// x-amz-checksum-algorithm of CreateMultipartUpload, lowercased ("crc32", ...); empty when
+// none was asked for.
+std::string checksum_algorithm(const Context& context) {
+  const auto* value = context.header("x-amz-checksum-algorithm");
+  if (!value) return {};
+  auto name = lower(*value);
+  if (name != "crc32" && name != "crc32c" && name != "crc64nvme" && name != "sha1" &&
+      name != "sha256") {
+    fail(Err::invalid_request, "Checksum algorithm provided is unsupported.");
+  }
+  return name;
 }
 
 // "ChecksumCRC32" and the like: the XML element of an algorithm.

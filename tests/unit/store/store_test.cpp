@@ -511,6 +511,57 @@ TEST_CASE("multipart: complete writes an ordered manifest, abort frees the parts
   CHECK(store->get_upload(orphan->upload_id).error().code == StoreErrc::no_such_upload);
 }
 
+TEST_CASE("uploads keep their checksum algorithm and their parts' checksums", "[store]") {
+  TempDir dir;
+  {
+    auto store = open_store(dir.path());
+    REQUIRE(store->create_bucket("m", false));
+  }
+  // A data directory from before parts kept checksums: the column is added on open.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path() / "meta.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "ALTER TABLE upload_parts DROP COLUMN checksums", nullptr, nullptr,
+                         nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = open_store(dir.path());
+  NewObject meta;
+  meta.checksums = {{"crc32", ""}};
+  auto upload = store->create_upload("m", "dir/a", meta);
+  REQUIRE(upload);
+  CHECK(upload->checksums == Metadata{{"crc32", ""}});
+  CHECK(store->get_upload(upload->upload_id)->checksums == Metadata{{"crc32", ""}});
+  auto blob = store->write_blob("part");
+  REQUIRE(blob);
+  const auto etag = crypto::to_hex(crypto::md5("part"));
+  REQUIRE(store->put_part(upload->upload_id, 1, *blob, etag, {{"crc32", "AAAAAA=="}}));
+  auto parts = store->list_parts(upload->upload_id);
+  REQUIRE(parts);
+  REQUIRE(parts->size() == 1);
+  CHECK((*parts)[0].checksums == Metadata{{"crc32", "AAAAAA=="}});
+
+  // list_uploads: this bucket's, under the prefix, by key.
+  REQUIRE(store->create_upload("m", "dir/b", {}));
+  REQUIRE(store->create_upload("m", "other", {}));
+  REQUIRE(store->create_bucket("n", false));
+  REQUIRE(store->create_upload("n", "dir/c", {}));
+  auto listed = store->list_uploads("m", "dir/");
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].key == "dir/a");
+  CHECK((*listed)[0].checksums == Metadata{{"crc32", ""}});
+  CHECK((*listed)[1].key == "dir/b");
+  CHECK(store->list_uploads("nope", "").error().code == StoreErrc::no_such_bucket);
+
+  // complete_upload with checksums: the object gets those, not the upload's.
+  auto done = store->complete_upload(upload->upload_id, {{1, etag}}, Metadata{{"crc32", "x-1"}});
+  REQUIRE(done);
+  CHECK(done->checksums == Metadata{{"crc32", "x-1"}});
+  CHECK(store->get_object("m", "dir/a")->checksums == Metadata{{"crc32", "x-1"}});
+  CHECK(store->list_uploads("m", "dir/")->size() == 1);
+}
+
 TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path());
