@@ -3,7 +3,7 @@
 
 _tfork_subcommands() {
   case "$1" in
-    '') echo 'bucket completion fork run serve snapshot teardown version' ;;
+    '') echo 'bucket completion fork help run serve snapshot teardown version' ;;
     'bucket') echo 'create rm set' ;;
     'fork') echo 'create diff env exec head ls merge rebase' ;;
     'snapshot') echo 'ls rm take' ;;

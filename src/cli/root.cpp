@@ -1,6 +1,8 @@
 #include "tfork/cli/root.hpp"
 
 #include "tfork/cli/command.hpp"
+#include "tfork/cli/usage.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/commands/bucket.hpp"
 #include "tfork/commands/completion.hpp"
 #include "tfork/commands/fork.hpp"
@@ -42,7 +44,7 @@ void configure_logging(const GlobalOptions& options, const Environment& env) {
 void add_global_options(CLI::App& app, GlobalOptions& o) {
   const char* group = "Global options";
   app.add_option("-o,--output", o.output, "Output format: table or json (env TFORK_OUTPUT)")
-      ->check(CLI::IsMember({"table", "json"}))
+      ->check(one_of("--output", {"table", "json"}))
       ->group(group);
   app.add_flag("--json", o.json, "Shorthand for --output json")->group(group);
   app.add_option("--endpoint-url", o.config.endpoint_url,
@@ -69,19 +71,19 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->check(CLI::ExistingFile)
       ->group(group);
   app.add_flag("--no-verify-ssl", o.no_verify_ssl, "Do not verify TLS certificates")->group(group);
-  app.add_option("--concurrency", o.concurrency, "Requests in flight at most (default 32)")
-      ->check(CLI::Range(1, 1024))
+  app.add_option("--concurrency", o.concurrency, "Requests in flight at most, 1-1024 (default 32)")
+      ->check(whole_number("--concurrency", 1, 1024))
       ->group(group);
   app.add_option("--max-attempts", o.config.max_attempts,
                  "Sends per request, retries included (env AWS_MAX_ATTEMPTS; default 3)")
-      ->check(CLI::Range(1, 20))
+      ->check(whole_number("--max-attempts", 1, 20))
       ->group(group);
   app.add_option("--connect-timeout", o.connect_timeout, "Connect timeout in seconds (default 10)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_seconds("--connect-timeout"))
       ->group(group);
   app.add_option("--read-timeout", o.read_timeout,
                  "Fail a request that receives nothing for this many seconds (default 60)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_seconds("--read-timeout"))
       ->group(group);
   app.add_flag("-v,--verbose", o.verbose, "More log lines on stderr (repeatable)")->group(group);
   app.add_flag("--debug", o.debug,
@@ -126,7 +128,7 @@ void report_error(const Error& error, const Context& context, bool json) {
 
 // The one road out of a command (cli.md §6): its result on stdout, then its error, if any,
 // on stderr (one JSON object with --output json), and the exit code of that error's kind.
-int finish(CommandResult result, Context& context) {
+int finish(CommandResult result, Context& context, const std::string& usage_hint) {
   auto format = output::Format::table;
   try {
     format = context.format();
@@ -148,8 +150,60 @@ int finish(CommandResult result, Context& context) {
   if (!result.error) return 0;
   report_error(*result.error, context, json);
   if (result.error->kind == ErrorKind::usage && !json)
-    std::cerr << "Run 'tfork --help' for usage.\n";
+    std::cerr << "Run '" << usage_hint << " --help' for usage.\n";
   return exit_code(result.error->kind);
+}
+
+// `tfork help [COMMAND...]`: the help of tfork or of the command named, on stdout.
+void register_help(CLI::App& app, Context& context) {
+  auto words = std::make_shared<std::vector<std::string>>();
+  auto* help = app.add_subcommand(
+      "help", "Show the help of tfork, or of a command (tfork help fork create)");
+  help->add_option("COMMAND", *words, "The command whose help to show");
+  on_run(*help, context, [&app, words] {
+    CLI::App* target = &app;
+    for (const auto& word : *words) {
+      auto* child = find_subcommand(*target, word);
+      if (!child) {
+        auto message = "unknown command '" + word + "' for '" + command_path(*target) + "'";
+        if (auto nearest = nearest_subcommand(*target, word))
+          message += "; did you mean '" + *nearest + "'?";
+        usage_error(message);
+      }
+      target = child;
+    }
+    CommandResult result;
+    // Formatted directly: the root's help() would show the help of `help` itself, the
+    // subcommand being run.
+    result.text = target->get_formatter()->make_help(target, command_path(*target),
+                                                     CLI::AppFormatMode::Normal);
+    return result;
+  });
+}
+
+// A command line CLI11 could not parse: one line that says what is wrong in words (an
+// unknown command with the nearest one, a value out of range with the range), and where
+// the help of the command concerned is; one JSON object on stderr when JSON was asked for.
+int report_parse_error(CLI::App& app, const CLI::ParseError& error,
+                       const std::vector<std::string>& arguments, Context& context, bool json) {
+  CLI::App& reached = deepest_parsed(app);
+  std::string message;
+  if (auto unknown = unknown_command_message(app, arguments)) {
+    message = *unknown;
+  } else if (dynamic_cast<const CLI::RequiredError*>(&error) &&
+             !reached.get_subcommands([](CLI::App*) { return true; }).empty() &&
+             reached.get_subcommands().empty() &&
+             std::string_view(error.what()).find("subcommand") != std::string_view::npos) {
+    std::string names;
+    for (const auto* child : reached.get_subcommands([](CLI::App*) { return true; }))
+      names += (names.empty() ? "" : ", ") + child->get_name();
+    message = "'" + command_path(reached) + "' needs a command: " + names;
+  } else {
+    message = validation_message(error.what());
+  }
+  report_error(Error{ErrorKind::usage, "UsageError", message, 0, {}}, context, json);
+  if (!json) std::cerr << "Run '" << command_path(reached) << " --help' for usage.\n";
+  return exit_code(ErrorKind::usage);
 }
 
 }  // namespace
@@ -158,6 +212,7 @@ void register_commands(CLI::App& app, Context& context) {
   commands::register_bucket(app, context);
   commands::register_completion(app, context);
   commands::register_fork(app, context);
+  register_help(app, context);
   commands::register_run(app, context);
   commands::register_serve(app, context);
   commands::register_snapshot(app, context);
@@ -177,6 +232,7 @@ std::unique_ptr<CLI::App> make_app(Context& context) {
       "7 partial, 64 usage, 130/143 interrupted (SIGINT/SIGTERM). See man tfork.");
   app->parse_complete_callback([&context] { configure_logging(context.options, context.env()); });
   register_commands(*app, context);
+  add_aliases(*app);
   return app;
 }
 
@@ -188,19 +244,28 @@ int run(int argc, char** argv) {
 int run(int argc, char** argv, Context& context) {
   std::unique_ptr<CLI::App> app;
   CommandResult result;
+  // Everything after the first `--` is an agent's command, kept apart from what CLI11
+  // parses.
+  std::vector<std::string> arguments(argv + std::min(argc, 1), argv + argc);
+  if (const auto separator = std::ranges::find(arguments, "--"); separator != arguments.end()) {
+    context.has_separator = true;
+    context.command_after_separator.assign(separator + 1, arguments.end());
+    arguments.erase(separator, arguments.end());
+  }
+  const bool json_asked = asks_for_json(arguments, context.env()("TFORK_OUTPUT"));
+  std::string usage_hint = "tfork";
   try {
     app = make_app(context);
     install_interrupt_handler();
-    // Everything after the first `--` is an agent's command, kept apart from what CLI11
-    // parses (CLI11's vector form takes the arguments in reverse order).
-    std::vector<std::string> arguments(argv + std::min(argc, 1), argv + argc);
-    if (const auto separator = std::ranges::find(arguments, "--"); separator != arguments.end()) {
-      context.has_separator = true;
-      context.command_after_separator.assign(separator + 1, arguments.end());
-      arguments.erase(separator, arguments.end());
+    if (arguments.empty() && !context.has_separator) {
+      // Bare `tfork`: what it can do, and the usage exit code (nothing was asked).
+      std::cerr << app->help();
+      return exit_code(ErrorKind::usage);
     }
-    std::ranges::reverse(arguments);
-    app->parse(arguments);
+    // CLI11's vector form takes the arguments in reverse order.
+    std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+    app->parse(reversed);
+    usage_hint = command_path(deepest_parsed(*app));
     if (context.has_separator && !context.takes_command)
       usage_error("this command takes no command after --");
     if (context.selected_command) result = context.selected_command();
@@ -208,8 +273,7 @@ int run(int argc, char** argv, Context& context) {
     return app->exit(done);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app->exit(error);
-    std::cerr << "tfork: error: " << error.what() << "\nRun 'tfork --help' for usage.\n";
-    return exit_code(ErrorKind::usage);
+    return report_parse_error(*app, error, arguments, context, json_asked);
   } catch (const TforkError& error) {
     result = CommandResult{};
     result.error = error.error();
@@ -228,7 +292,7 @@ int run(int argc, char** argv, Context& context) {
   if (interrupted().load() && (!result.error || result.error->kind == ErrorKind::partial))
     result.error = Error{ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}};
   // SIGTERM is handled like SIGINT; only the exit code tells them apart (cli.md §6).
-  return interrupted_exit_code(finish(std::move(result), context));
+  return interrupted_exit_code(finish(std::move(result), context, usage_hint));
 }
 
 }  // namespace tfork::cli

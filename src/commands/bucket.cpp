@@ -2,6 +2,7 @@
 #include "tfork/commands/bucket.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
@@ -135,7 +136,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
       auto& item = result.buckets[i].outcome;
       if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
         if (bucket_gone(*error)) {
-          item.status = "already-gone";
+          item.status = "not-found";
         } else {
           item.status = "failed";
           item.error = std::move(*error);
@@ -165,7 +166,7 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
     auto& item = result.buckets[to_delete[j]].outcome;
     if (auto error = tigris::error_from_result(answers[j], "DeleteBucket")) {
       if (bucket_gone(*error)) {
-        item.status = "already-gone";
+        item.status = "not-found";
       } else {
         item.status = "failed";
         item.error = std::move(*error);
@@ -194,14 +195,20 @@ output::Json to_json(const RemoveResult& result) {
 std::string to_table(const RemoveResult& result) {
   output::Table table({"BUCKET", "STATUS", "ERROR"});
   for (const auto& item : result.buckets)
-    table.row({item.bucket, item.outcome.status, output::item_error_text(item.outcome)});
+    table.row({item.bucket, output::status_cell(item.outcome.status),
+               output::item_error_text(item.outcome)});
   return table.render();
 }
 
 std::optional<Error> batch_error(const RemoveResult& result) {
   std::vector<const Error*> failures;
-  for (const auto& item : result.buckets)
+  std::vector<std::string> missing;
+  for (const auto& item : result.buckets) {
     if (item.outcome.error) failures.push_back(&*item.outcome.error);
+    if (item.outcome.status == "not-found") missing.push_back(item.bucket);
+  }
+  if (auto none = workflow::nothing_found_error(missing, result.buckets.size(), "bucket"))
+    return none;
   return workflow::batch_error(failures, result.buckets.size(), "buckets");
 }
 
@@ -241,9 +248,10 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   auto rm_options = std::make_shared<RemoveOptions>();
   auto* rm = bucket->add_subcommand("rm", "Delete buckets, in parallel (DeleteBucket)");
   rm->footer(
-      "Each bucket is reported as deleted, already-gone or failed; a bucket that has forks is\n"
-      "refused, naming its forks. Exit 0 when every bucket is deleted or already gone; when\n"
-      "one bucket failed, or all failed for one reason, that error's exit code; otherwise 7." +
+      "Each bucket is reported as deleted, not-found (nothing to do) or failed; a bucket that\n"
+      "has forks is refused, naming its forks. Exit 0 when every bucket is deleted or some\n"
+      "are and the rest were not found; 3 when none of them exists; when one bucket failed,\n"
+      "or all failed for one reason, that error's exit code; otherwise 7." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("NAME", rm_options->names, "Buckets to delete")->required();
   rm->add_flag("--force", rm_options->force,
@@ -284,7 +292,7 @@ void register_bucket(CLI::App& root, cli::Context& context) {
       std::string("\n\n") + set->get_footer());
   set->add_option("NAME", set_options->name, "Bucket name")->required();
   set->add_option("--snapshots", set_options->snapshots, "on or off")
-      ->check(CLI::IsMember({"on", "off"}))
+      ->check(cli::one_of("--snapshots", {"on", "off"}))
       ->required();
   cli::on_run(*set, context, [&context, set_options] {
     cli::require_bucket_name(set_options->name);

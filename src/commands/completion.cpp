@@ -4,6 +4,7 @@
 #include "tfork/commands/completion.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/version.hpp"
 
@@ -479,7 +480,7 @@ void register_completion(CLI::App& root, cli::Context& context) {
       std::string("\n\n") + command->get_footer());
   command->add_option("SHELL", *shell, "bash, zsh or fish")
       ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+      ->check(cli::one_of("SHELL", {"bash", "zsh", "fish"}));
   // The whole tree exists by the time the command runs (every command is registered). The
   // script is text whatever --output says.
   const CLI::App* app = &root;

@@ -4,6 +4,7 @@
 #include "tfork/commands/fork.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/workflow/agent_env.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/manifest.hpp"
@@ -92,8 +93,11 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
   command->add_option("source", options->source, "The bucket to fork (snapshot-enabled)")
       ->required();
   command->add_option("names", options->names, "Fork names (instead of -n N)");
-  command->add_option("-n,--count", options->count, "How many forks: <prefix>-1 ... <prefix>-N")
-      ->check(CLI::Range(1, 100000));
+  command
+      ->add_option(
+          "-n,--count", options->count,
+          fmt::format("How many forks, 1-{}: <prefix>-1 ... <prefix>-N", workflow::k_max_forks))
+      ->check(cli::whole_number("-n", 1, workflow::k_max_forks));
   command->add_option("--prefix", options->prefix,
                       "Fork name prefix (default <source>-fork-<unix-ms>)");
   command->add_option("--snapshot", options->snapshot,
@@ -104,7 +108,7 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
   command->add_option("--snapshot-name", options->snapshot_name,
                       "Name of the snapshot taken (default 'tfork <prefix>')");
   command->add_option("--keys", options->keys, "Key per fork: editor (default), readonly, none")
-      ->check(CLI::IsMember({"editor", "readonly", "none"}));
+      ->check(cli::one_of("--keys", {"editor", "readonly", "none"}));
   command->add_option("--manifest", options->manifest,
                       "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
                       "comes into being (default ./<prefix>.manifest.json when keys are "
@@ -142,7 +146,7 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
   command
       ->add_option("--format", options->format,
                    "env (export/unset lines, the default), dotenv, or json")
-      ->check(CLI::IsMember({"env", "dotenv", "json"}));
+      ->check(cli::one_of("--format", {"env", "dotenv", "json"}));
   cli::on_run(*command, context, [options, &context] {
     const auto manifest = workflow::read_manifest(options->manifest);
     const auto env = workflow::agent_env(manifest, options->selector);

@@ -3,6 +3,7 @@
 // the manifest; exit 0 / 7 / 130 / 143. `run` is fork create + fork exec + teardown of the
 // forks it does not keep, and its manifest stays.
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/commands/run.hpp"
 #include "tfork/core/error.hpp"
@@ -78,7 +79,7 @@ struct AgentOptions {
 
 void add_agent_options(CLI::App& command, AgentOptions& options) {
   command.add_option("--parallel", options.parallel, "Agents running at once (default: all)")
-      ->check(CLI::Range(1, 100000));
+      ->check(cli::whole_number("--parallel", 1, 100000));
   command.add_option("--logs", options.logs,
                      "Write each agent's output to DIR/<fork>.log instead of prefixed lines on "
                      "stderr");
@@ -299,8 +300,10 @@ void register_run(CLI::App& root, cli::Context& context) {
   command->add_option("SOURCE", options->source, "The bucket to fork (snapshot-enabled)")
       ->required();
   command->parse_complete_callback([&context] { context.takes_command = true; });
-  command->add_option("-n,--count", options->count, "How many agents (forks)")
-      ->check(CLI::Range(1, 100000))
+  command
+      ->add_option("-n,--count", options->count,
+                   fmt::format("How many agents (forks), 1-{}", workflow::k_max_forks))
+      ->check(cli::whole_number("-n", 1, workflow::k_max_forks))
       ->required();
   command->add_option("--prefix", options->prefix,
                       "Fork name prefix (default <source>-fork-<unix-ms>)");
@@ -309,13 +312,13 @@ void register_run(CLI::App& root, cli::Context& context) {
   command->add_option("--snapshot-name", options->snapshot_name,
                       "Name of the snapshot taken (default 'tfork <prefix>')");
   command->add_option("--keys", options->keys, "Key per fork: editor (default) or readonly")
-      ->check(CLI::IsMember({"editor", "readonly"}));
+      ->check(cli::one_of("--keys", {"editor", "readonly"}));
   command->add_option("--manifest", options->manifest,
                       "Where the run's manifest goes (default ./<prefix>.manifest.json)");
   command
       ->add_option("--keep", options->keep,
                    "Forks kept afterwards: none (default), failed, succeeded, all")
-      ->check(CLI::IsMember({"none", "failed", "succeeded", "all"}));
+      ->check(cli::one_of("--keep", {"none", "failed", "succeeded", "all"}));
   add_agent_options(*command, options->agents);
   cli::on_run(*command, context, [options, &context] { return run_run(*options, context); });
 }

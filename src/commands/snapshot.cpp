@@ -2,6 +2,7 @@
 #include "tfork/commands/snapshot.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
@@ -121,9 +122,9 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
   for (std::size_t i = 0; i < answers.size(); ++i) {
     RemoveItem item{options.versions[i], {"deleted", std::nullopt}};
     if (auto error = tigris::error_from_result(answers[i], "DeleteBucketSnapshot")) {
-      // Only an unknown snapshot is "already gone"; a missing bucket is a failure (exit 3).
+      // Only an unknown snapshot is "not found"; a missing bucket is a failure (exit 3).
       if (snapshot_gone(*error)) {
-        item.outcome.status = "already-gone";
+        item.outcome.status = "not-found";
       } else {
         item.outcome.status = "failed";
         item.outcome.error = std::move(*error);
@@ -144,15 +145,22 @@ output::Json to_json(const RemoveResult& result) {
 std::string to_table(const RemoveResult& result) {
   output::Table table({"VERSION", "STATUS", "ERROR"});
   for (const auto& item : result.versions)
-    table.row({item.version, item.outcome.status, output::item_error_text(item.outcome)});
+    table.row({item.version, output::status_cell(item.outcome.status),
+               output::item_error_text(item.outcome)});
   return table.render();
 }
 
 // The batch exit rule of cli.md §6 (workflow::batch_error).
 std::optional<Error> batch_error(const RemoveResult& result) {
   std::vector<const Error*> failures;
-  for (const auto& item : result.versions)
+  std::vector<std::string> missing;
+  for (const auto& item : result.versions) {
     if (item.outcome.error) failures.push_back(&*item.outcome.error);
+    if (item.outcome.status == "not-found") missing.push_back(item.version);
+  }
+  if (auto none = workflow::nothing_found_error(missing, result.versions.size(),
+                                                fmt::format("snapshot of {}", result.bucket)))
+    return none;
   return workflow::batch_error(failures, result.versions.size(), "snapshots");
 }
 
@@ -188,7 +196,7 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
       "ls", "List a bucket's snapshots, newest first (ListBucketSnapshots)");
   ls->add_option("BUCKET", ls_options->bucket, "Bucket whose snapshots to list")->required();
   ls->add_option("--limit", ls_options->limit, "List at most N snapshots (the newest)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::whole_number("--limit", 1, 1'000'000));
   cli::on_run(*ls, context, [&context, ls_options] {
     cli::require_bucket_name(ls_options->bucket);
     const auto result = run_snapshot_ls(context.client(), *ls_options);
@@ -200,8 +208,9 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   auto rm_options = std::make_shared<RemoveOptions>();
   auto* rm = snapshot->add_subcommand("rm", "Delete snapshots, in parallel (DeleteBucketSnapshot)");
   rm->footer(
-      "Each version is reported as deleted, already-gone or failed. Exit 0 when all are deleted\n"
-      "or already gone; when one failed, or all failed for one reason, that error's exit code;\n"
+      "Each version is reported as deleted, not-found (nothing to do) or failed. Exit 0 when\n"
+      "some are deleted and the rest were not found; 3 when none of them exists; when one\n"
+      "failed, or all failed for one reason, that error's exit code;\n"
       "otherwise 7." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("BUCKET", rm_options->bucket, "Bucket the snapshots belong to")->required();

@@ -16,6 +16,11 @@ Json item_json(Json entry, const ItemStatus& item, const Json& details) {
   return entry;
 }
 
+std::string status_cell(std::string_view status) {
+  if (status == "not-found") return "not found (nothing to do)";
+  return std::string(status);
+}
+
 std::string item_error_text(const ItemStatus& item) {
   if (!item.error) return "";
   return item.error->code.empty() ? item.error->message

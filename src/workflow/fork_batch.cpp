@@ -15,8 +15,6 @@
 namespace tfork::workflow {
 namespace {
 
-// Above this many forks a typo (-n 10000) is more likely than a plan.
-constexpr int k_max_forks = 1000;
 // Intermediate manifest rewrites while forks come in: pending entries already cover every
 // fork that may exist, so these only keep the file informative, not consistent.
 constexpr auto k_rewrite_interval = std::chrono::milliseconds(200);

@@ -38,4 +38,18 @@ std::optional<Error> batch_error(std::span<const Error* const> failures, std::si
                {}};
 }
 
+std::optional<Error> nothing_found_error(std::span<const std::string> missing, std::size_t total,
+                                         std::string_view items) {
+  if (missing.empty() || missing.size() != total) return std::nullopt;
+  std::string names;
+  for (std::size_t i = 0; i < missing.size() && i < 5; ++i)
+    names += (names.empty() ? "" : ", ") + missing[i];
+  if (missing.size() > 5) names += fmt::format(" and {} more", missing.size() - 5);
+  return Error{ErrorKind::not_found,
+               "NotFound",
+               fmt::format("nothing to do: no such {}: {}", items, names),
+               404,
+               {}};
+}
+
 }  // namespace tfork::workflow

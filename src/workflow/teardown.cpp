@@ -695,6 +695,17 @@ class TeardownRun {
       } else if (result_.exit_code != 0) {
         result_.error = first;
       }
+      // Fork names none of which exists: a typo as likely as a finished re-run (a manifest
+      // would have said which); "nothing to do", exit 3.
+      std::vector<std::string> missing;
+      for (const auto& item : result_.forks)
+        if (item.status == BucketOutcome::not_found) missing.push_back(item.bucket);
+      if (result_.exit_code == 0) {
+        if (auto none = nothing_found_error(missing, result_.forks.size(), "fork")) {
+          result_.exit_code = exit_code(none->kind);
+          result_.error = std::move(none);
+        }
+      }
     }
     return std::move(result_);
   }
@@ -831,7 +842,7 @@ output::Json to_json(const TeardownResult& result) {
 std::string to_table(const TeardownResult& result) {
   output::Table table({"BUCKET", "STATUS", "KEY", "ERROR"});
   for (const auto& item : result.forks)
-    table.row({item.bucket, std::string(bucket_outcome_name(item.status)),
+    table.row({item.bucket, output::status_cell(bucket_outcome_name(item.status)),
                std::string(key_outcome_name(item.key)),
                output::item_error_text(item_status(item))});
   for (const auto& item : result.snapshots)

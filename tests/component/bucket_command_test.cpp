@@ -135,7 +135,7 @@ TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input orde
   CHECK(path_of(transport.requests[0]) == "/one");
   CHECK(bucket_cmd::to_json(result).dump() ==
         R"({"buckets":[{"bucket":"one","status":"deleted"},)"
-        R"({"bucket":"gone","status":"already-gone"},)"
+        R"({"bucket":"gone","status":"not-found"},)"
         R"({"bucket":"full","status":"failed","error":{"code":"BucketNotEmpty",)"
         R"("message":"DeleteBucket failed: BucketNotEmpty message","http_status":409}}]})");
   // A mixed batch exits 7.
@@ -150,7 +150,12 @@ TEST_CASE("bucket rm exit rule", "[bucket][rm]") {
   const Error network{ErrorKind::network, "ConnectError", "refused", 0, {}};
 
   CHECK_NOTHROW(fail_if_any_failed(
-      RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"already-gone", std::nullopt}}}}));
+      RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"not-found", std::nullopt}}}}));
+  // Every bucket missing: nothing to do, exit 3 (a typo as likely as a finished re-run).
+  CHECK(failure_kind([&] {
+          fail_if_any_failed(RemoveResult{
+              {{"a", {"not-found", std::nullopt}}, {"b", {"not-found", std::nullopt}}}});
+        }) == ErrorKind::not_found);
   // One bucket: its own error.
   CHECK(failure_kind([&] {
           fail_if_any_failed(RemoveResult{{{"a", {"failed", conflict}}}});
@@ -224,7 +229,7 @@ TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
   CHECK(transport.requests[0].method == "HEAD");
   CHECK(result.buckets[0].outcome.status == "failed");
   CHECK(result.buckets[0].outcome.error->code == "BucketHasForks");
-  CHECK(result.buckets[1].outcome.status == "already-gone");
+  CHECK(result.buckets[1].outcome.status == "not-found");
   CHECK(result.buckets[2].outcome.status == "deleted");
 }
 

@@ -204,7 +204,7 @@ TEST_CASE("snapshot rm: DELETE /BUCKET with X-Tigris-Snapshot-Version, per versi
   }
   CHECK(snapshot_cmd::to_json(result).dump() ==
         R"({"bucket":"data","versions":[{"version":"1","status":"deleted"},)"
-        R"({"version":"2","status":"already-gone"},)"
+        R"({"version":"2","status":"not-found"},)"
         R"({"version":"3","status":"failed","error":{"code":"SlowDown",)"
         R"("message":"DeleteBucketSnapshot failed: SlowDown message","http_status":503}}]})");
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::partial);

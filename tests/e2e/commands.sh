@@ -170,8 +170,11 @@ expect_rc "snapshot rm" 0 tf snapshot rm data-src "$v2" --json
 check_doc "snapshot rm" "
 assert keys(d) == ['bucket', 'versions']
 assert d['versions'] == [{'version': '$v2', 'status': 'deleted'}], d"
-expect_rc "snapshot rm again" 0 tf snapshot rm data-src "$v2" --json
-check_doc "snapshot rm again" "assert d['versions'][0]['status'] == 'already-gone', d"
+expect_rc "snapshot rm again" 3 tf snapshot rm data-src "$v2" --json
+check_doc "snapshot rm again" "assert d['versions'][0]['status'] == 'not-found', d"
+expect_rc "snapshot rm again (table)" 3 tf snapshot rm data-src "$v2"
+check_contains "snapshot rm again says so" "$(cat "$OUT/stdout")" "not found (nothing to do)"
+check_contains "snapshot rm again: one error line" "$(cat "$OUT/stderr")" "nothing to do"
 expect_rc "snapshot rm missing bucket" 3 tf snapshot rm no-such-bucket "$v2" --json
 check_doc "snapshot rm missing bucket" "
 v = d['versions'][0]
@@ -182,8 +185,11 @@ expect_rc "bucket rm forks" 0 tf bucket rm data-fork-a data-fork-b --json
 check_doc "bucket rm" "
 assert keys(d) == ['buckets']
 assert d['buckets'] == [{'bucket': 'data-fork-a', 'status': 'deleted'}, {'bucket': 'data-fork-b', 'status': 'deleted'}], d"
-expect_rc "bucket rm gone" 0 tf bucket rm data-fork-a --json
-check_doc "bucket rm gone" "assert d['buckets'][0]['status'] == 'already-gone', d"
+expect_rc "bucket rm gone" 3 tf bucket rm data-fork-a --json
+check_doc "bucket rm gone" "assert d['buckets'][0]['status'] == 'not-found', d"
+expect_rc "bucket rm typo (table)" 3 tf bucket rm no-such-bucket-typo
+check_contains "bucket rm typo says so" "$(cat "$OUT/stdout")" "not found (nothing to do)"
+check_contains "bucket rm typo names it" "$(cat "$OUT/stderr")" "no-such-bucket-typo"
 # A non-empty bucket needs an object; tfork has no object commands, so the AWS CLI writes one
 # when it is installed (otherwise these two checks are left out).
 aws_put() {
@@ -222,7 +228,10 @@ check_error_doc "bucket rm partial" 7
 expect_rc "teardown partial --json" 7 tf teardown part-1 part-plain-2 --json
 check_doc "teardown partial" "assert [f['status'] for f in d['forks']] == ['deleted', 'skipped'], d"
 check_error_doc "teardown partial" 7
-expect_rc "teardown partial (table)" 0 tf teardown part-1
+# part-1 is gone now: a teardown of names none of which exists has nothing to do (exit 3).
+expect_rc "teardown of a name that is gone" 3 tf teardown part-1
+check_contains "teardown nothing to do" "$(cat "$OUT/stdout")" "not found (nothing to do)"
+check_contains "teardown nothing to do: the error" "$(cat "$OUT/stderr")" "nothing to do: no such fork: part-1"
 expect_rc "partial: cleanup" 0 tf bucket rm part-src part-plain-2
 
 step "serve on a port in use: exit 5 with the JSON error, nothing on stdout"

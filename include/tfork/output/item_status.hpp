@@ -23,6 +23,10 @@ Json item_error_json(const Error& error);
 // set, to `entry`, which already names the item.
 Json item_json(Json entry, const ItemStatus& item, const Json& details = Json::object());
 
+// The STATUS cell of a table row: the status word, except "not-found", which a person reads
+// as "not found (nothing to do)" (a typo and a finished re-run look alike otherwise).
+std::string status_cell(std::string_view status);
+
 // The ERROR cell of a table row: "message (code)", or "" when the item did not fail.
 std::string item_error_text(const ItemStatus& item);
 

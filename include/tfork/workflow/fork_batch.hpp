@@ -17,6 +17,9 @@
 
 namespace tfork::workflow {
 
+// The most forks one run makes: above this a typo (-n 10000) is more likely than a plan.
+inline constexpr int k_max_forks = 1000;
+
 struct ForkCreatePlan {
   std::string source;
   std::vector<std::string> names;  // the forks, in order

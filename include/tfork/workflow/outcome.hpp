@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace tfork::workflow {
@@ -23,5 +24,11 @@ int batch_exit_code(std::span<const ItemOutcome> items);
 // failure (exit 7). `items` names them ("buckets").
 std::optional<Error> batch_error(std::span<const Error* const> failures, std::size_t total,
                                  std::string_view items);
+
+// A delete whose every named item was never there (a typo, or a re-run with nothing left and
+// no manifest to tell): exit 3, "nothing to do", naming them; nullopt when `missing` is not
+// every item. `items` names them ("buckets").
+std::optional<Error> nothing_found_error(std::span<const std::string> missing, std::size_t total,
+                                         std::string_view items);
 
 }  // namespace tfork::workflow

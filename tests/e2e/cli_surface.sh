@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# End-to-end: the command line as people type it (issue 11), with the real binary and a real
+# `tfork serve`: unknown commands named with the nearest one, synonyms (list, delete, remove,
+# new), `tfork help COMMAND`, bare `tfork`, usage errors that point at the right --help,
+# values checked in words, and every parse error as one JSON object when JSON was asked for.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_tfork
+require_cmd python3
+start_server
+
+OUT="$WORK/out"
+mkdir -p "$OUT"
+
+# expect_rc WHAT EXPECTED ARGS...: runs tfork ARGS (stdout, stderr to $OUT/).
+expect_rc() {
+  local what=$1 expected=$2 rc=0
+  shift 2
+  timeout 60 "$TFORK" "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
+  [[ $rc == "$expected" ]] ||
+    fail "$what: exit $rc, expected $expected; stdout: $(head -c 1000 "$OUT/stdout"); stderr: $(head -c 1000 "$OUT/stderr")"
+}
+stderr() { cat "$OUT/stderr"; }
+stdout() { cat "$OUT/stdout"; }
+
+# json_error WHAT CODE: stderr is exactly one JSON object {"error": {...}} with exit_code CODE.
+json_error() {
+  python3 - "$OUT/stderr" "$2" <<'PY' || fail "$1: stderr is not one JSON error: $(cat "$OUT/stderr")"
+import json, sys
+text = open(sys.argv[1]).read()
+d = json.loads(text)
+assert list(d) == ["error"], d
+assert d["error"]["exit_code"] == int(sys.argv[2]), d
+assert d["error"]["code"] and d["error"]["message"], d
+PY
+  check_eq "$1: nothing on stdout" "" "$(stdout)"
+}
+
+step "unknown commands are named, with the nearest one"
+expect_rc "fork lst" 64 fork lst data
+check_eq "fork lst" "tfork: error: unknown command 'lst' for 'tfork fork'; did you mean 'ls'?" \
+  "$(stderr | head -1)"
+check_eq "fork lst: where to look" "Run 'tfork fork --help' for usage." "$(stderr | sed -n 2p)"
+expect_rc "tardown" 64 tardown --manifest x.json
+check_contains "tardown" "$(stderr)" "unknown command 'tardown' for 'tfork'; did you mean 'teardown'?"
+expect_rc "snap" 64 snap ls data
+check_contains "snap" "$(stderr)" "did you mean 'snapshot'?"
+expect_rc "a global option's value is not a command" 64 --output json fork lst data
+check_contains "-o json fork lst" "$(stderr)" "'lst' for 'tfork fork'"
+expect_rc "nothing near" 64 zzzzzz
+check_eq "nothing near: no guess" "tfork: error: unknown command 'zzzzzz' for 'tfork'" "$(stderr | head -1)"
+expect_rc "a group without its command" 64 bucket
+check_contains "bucket alone" "$(stderr)" "'tfork bucket' needs a command: create, rm, set"
+
+step "synonyms: list, delete, remove, new"
+"$TFORK" bucket create data --snapshots >/dev/null
+expect_rc "bucket new" 0 bucket new extra
+expect_rc "snapshot list" 0 snapshot list data --json
+check_eq "snapshot list is snapshot ls" "[]" "$(json_get 'd["snapshots"]' <"$OUT/stdout")"
+expect_rc "fork list" 0 fork list data --json
+expect_rc "bucket delete" 0 bucket delete extra --json
+check_eq "bucket delete deleted it" "deleted" "$(json_get 'd["buckets"][0]["status"]' <"$OUT/stdout")"
+"$TFORK" bucket create extra2 >/dev/null
+expect_rc "bucket remove" 0 bucket remove extra2
+
+step "help: tfork help COMMAND is COMMAND --help; bare tfork prints the help"
+expect_rc "help fork create" 0 help fork create
+help_text=$(stdout)
+expect_rc "fork create --help" 0 fork create --help
+check_eq "help fork create = fork create --help" "$(stdout)" "$help_text"
+check_contains "help names the command" "$help_text" "Usage: tfork fork create"
+expect_rc "help with a synonym" 0 help fork list
+check_contains "help fork list" "$(stdout)" "Usage: tfork fork ls"
+expect_rc "help of nothing" 0 help
+check_contains "tfork help" "$(stdout)" "Subcommands:"
+expect_rc "help of a typo" 64 help fork lst
+check_contains "help fork lst" "$(stderr)" "did you mean 'ls'?"
+expect_rc "bare tfork" 64
+check_contains "bare tfork: the help" "$(stderr)" "Subcommands:"
+check_eq "bare tfork: stdout" "" "$(stdout)"
+
+step "values checked in words, with the limits the help shows"
+expect_rc "-n abc" 64 fork create data -n abc
+check_eq "-n abc" "tfork: error: -n needs a whole number from 1 to 1000 (got 'abc')" "$(stderr | head -1)"
+check_eq "-n abc: where to look" "Run 'tfork fork create --help' for usage." "$(stderr | sed -n 2p)"
+expect_rc "-n 1001" 64 fork create data -n 1001
+check_contains "-n 1001" "$(stderr)" "from 1 to 1000 (got '1001')"
+expect_rc "-n 0" 64 run data -n 0 -- true
+check_contains "run -n 0" "$(stderr)" "-n needs a whole number from 1 to 1000 (got '0')"
+expect_rc "fork create --help" 0 fork create --help
+check_contains "the help shows the real limit" "$(stdout)" "1-1000"
+expect_rc "--concurrency 0" 64 --concurrency 0 fork ls data
+check_contains "--concurrency 0" "$(stderr)" "--concurrency needs a whole number from 1 to 1024 (got '0')"
+expect_rc "--connect-timeout -1" 64 --connect-timeout=-1 fork ls data
+check_contains "--connect-timeout" "$(stderr)" "--connect-timeout needs a number of seconds above 0"
+expect_rc "--keys" 64 fork create data -n 2 --keys admin
+check_contains "--keys admin" "$(stderr)" "--keys must be one of: editor, readonly, none (got 'admin')"
+expect_rc "-o yaml" 64 -o yaml fork ls data
+check_contains "-o yaml" "$(stderr)" "--output must be one of: table, json (got 'yaml')"
+check_not_contains "no CLI11 range text" "$(stderr)" "not in range"
+expect_rc "a usage error found after parsing points at its command" 64 fork ls 'Bad_Name'
+check_contains "fork ls Bad_Name" "$(stderr)" "Run 'tfork fork ls --help' for usage."
+
+step "every error is one JSON object when JSON was asked for, parse errors included"
+expect_rc "--json typo" 64 --json fork lst data
+json_error "--json fork lst" 64
+expect_rc "-o json range" 64 -o json fork create data -n abc
+json_error "-o json -n abc" 64
+expect_rc "--output=json after the command" 64 fork create data -n 0 --output=json
+json_error "--output=json" 64
+TFORK_OUTPUT=json expect_rc "TFORK_OUTPUT=json missing argument" 64 fork create
+json_error "TFORK_OUTPUT=json" 64
+expect_rc "-o table wins over TFORK_OUTPUT" 64 -o table fork lst
+check_contains "-o table" "$(stderr)" "tfork: error: unknown command"
+expect_rc "--json on a missing bucket" 3 --json fork head no-such-bucket-x
+python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$OUT/stdout" ||
+  fail "fork head --json: stdout is not JSON"
+
+echo "PASS cli_surface.sh"
