@@ -284,7 +284,8 @@ ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const 
       "AWS_SECRET_ACCESS_KEY; TIGRIS_STORAGE_ACCESS_KEY_ID + TIGRIS_STORAGE_SECRET_ACCESS_KEY; "
       "profile '" +
           profile + "' in " + credentials_path(env) + " and " + config_path(env) +
-          ". Set one of these (for a local store, run: eval \"$(tfork serve ...)\" prints them)");
+          ". Set one of these; for a local store: tfork serve --data DIR > tfork.env & then . "
+          "./tfork.env (serve prints the export lines and keeps running)");
 }
 
 }  // namespace tfork::cli

@@ -175,12 +175,11 @@ class ForkRun {
                       {}};
     }
     if (error) {
-      // No fork request was sent: every fork is `failed` with the reason.
-      error->message = fmt::format("snapshot of {}: {}", plan_.source, error->message);
-      for (auto& fork : outcome_.manifest.forks) {
-        fork.status = ForkStatus::failed;
-        fork.error = *error;
-      }
+      // No fork request was sent: one error for the run, every fork `not-attempted`.
+      error->message = fmt::format("snapshot of {} failed: {}", plan_.source, error->message);
+      if (auto why = explain_snapshot_failure(*error)) error->message += "; " + *why;
+      for (auto& fork : outcome_.manifest.forks)
+        fork.status = ForkStatus::not_attempted;
       outcome_.exit_code = exit_code(error->kind);
       outcome_.error = std::move(error);
       return false;
@@ -189,6 +188,41 @@ class ForkRun {
     outcome_.manifest.snapshot_taken = true;
     save(false);  // the version, before any fork depends on it
     return true;
+  }
+
+  // What to do about a refused snapshot, from a HeadBucket of the source: turn snapshots on
+  // (the usual cause), or the source is not there.
+  std::optional<std::string> explain_snapshot_failure(const Error& error) {
+    if (error.http_status != 400 && error.http_status != 404 && error.http_status != 409)
+      return std::nullopt;
+    const auto head = client_.send(tigris::head_bucket(plan_.source));
+    if (head && head->status == 404) return fmt::format("there is no bucket {}", plan_.source);
+    if (!head || head->status / 100 != 2) return std::nullopt;
+    if (tigris::parse_head_bucket(*head).snapshots_enabled) return std::nullopt;
+    return fmt::format(
+        "{} does not have snapshots enabled; turn them on with: tfork bucket set {} "
+        "--snapshots on",
+        plan_.source, plan_.source);
+  }
+
+  // Why a fork's name is taken, in words, from its HeadBucket: what it is, and what to do.
+  std::string name_taken_message(const tigris::BucketHead& head) const {
+    const auto& snapshot = outcome_.manifest.snapshot;
+    if (head.fork_source == plan_.source && head.fork_source_snapshot == snapshot)
+      return fmt::format(
+          "exists, as a fork of {} from this run's snapshot {}; pass --exist-ok to "
+          "adopt it, or choose another name or --prefix",
+          plan_.source, snapshot);
+    if (head.fork_source == plan_.source)
+      return fmt::format(
+          "exists, as a fork of {} from snapshot {} (this run forks {}); choose "
+          "another name or --prefix, or tear it down first",
+          plan_.source, head.fork_source_snapshot.value_or("(unknown)"), snapshot);
+    if (head.fork_source)
+      return fmt::format("exists, as a fork of {}, not of {}; choose another name or --prefix",
+                         *head.fork_source, plan_.source);
+    return fmt::format("exists and is not a fork of {}; choose another name or --prefix",
+                       plan_.source);
   }
 
   void create_forks() {
@@ -211,8 +245,7 @@ class ForkRun {
       auto error = tigris::error_from_result(result, "CreateBucketFork");
       if (!error) {
         fork.status = ForkStatus::created;
-      } else if (result && result->status == 409 &&
-                 (plan_.exist_ok || result->attempts > 1 || !names_taken(error->code))) {
+      } else if (result && result->status == 409) {
         // cli.md §4.7 and §7, issue 7 §5: decided after a HeadBucket of just these (a gateway
         // may answer 409 to a create of ours that went through).
         conflicts.push_back(i);
@@ -285,7 +318,10 @@ class ForkRun {
                                        snapshot),
                            409, errors[k].request_id});
         } else {
-          fail(fork, std::move(errors[k]));
+          // Taken by something this run may not adopt: say what it is and what to do.
+          auto error = std::move(errors[k]);
+          if (names_taken(error.code) || same_source) error.message = name_taken_message(head);
+          fail(fork, std::move(error));
         }
       }
       open = std::move(unseen);

@@ -69,13 +69,16 @@ std::string_view status_name(ForkStatus status) {
       return "rolled-back";
     case ForkStatus::deleted:
       return "deleted";
+    case ForkStatus::not_attempted:
+      return "not-attempted";
   }
   return "pending";
 }
 
 std::optional<ForkStatus> parse_fork_status(std::string_view text) {
-  for (auto status : {ForkStatus::pending, ForkStatus::created, ForkStatus::exists,
-                      ForkStatus::failed, ForkStatus::rolled_back, ForkStatus::deleted})
+  for (auto status :
+       {ForkStatus::pending, ForkStatus::created, ForkStatus::exists, ForkStatus::failed,
+        ForkStatus::rolled_back, ForkStatus::deleted, ForkStatus::not_attempted})
     if (status_name(status) == text) return status;
   return std::nullopt;
 }
@@ -88,6 +91,7 @@ bool ManifestFork::may_exist() const {
       return true;
     case ForkStatus::rolled_back:
     case ForkStatus::deleted:
+    case ForkStatus::not_attempted:
       return false;
     case ForkStatus::failed:
       // A definite 4xx answer means the service did not create it (409: the name belongs to

@@ -19,12 +19,13 @@
 namespace tfork::workflow {
 
 enum class ForkStatus {
-  pending,      // requested (or about to be); the run stopped before the answer: may exist
-  created,      // created by this run
-  exists,       // adopted with --exist-ok: it existed as a fork of the same source
-  failed,       // not created (see `error`)
-  rolled_back,  // created by this run, then deleted after another item failed
-  deleted,      // removed by teardown (its key revoked)
+  pending,        // requested (or about to be); the run stopped before the answer: may exist
+  created,        // created by this run
+  exists,         // adopted with --exist-ok: it existed as a fork of the same source
+  failed,         // not created (see `error`)
+  rolled_back,    // created by this run, then deleted after another item failed
+  deleted,        // removed by teardown (its key revoked)
+  not_attempted,  // never asked for: the run stopped before it (its snapshot failed)
 };
 std::string_view status_name(ForkStatus status);
 std::optional<ForkStatus> parse_fork_status(std::string_view text);
