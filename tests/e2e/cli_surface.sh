@@ -116,4 +116,32 @@ expect_rc "--json on a missing bucket" 3 --json fork head no-such-bucket-x
 python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$OUT/stdout" ||
   fail "fork head --json: stdout is not JSON"
 
+step "messages say what to do"
+cd "$WORK"
+"$TFORK" bucket create plain-src >/dev/null
+expect_rc "fork of a bucket without snapshots" 1 fork create plain-src -n 3 --json
+check_eq "the forks were not attempted" '["not-attempted", "not-attempted", "not-attempted"]' \
+  "$(json_get '[f["status"] for f in d["forks"]]' <"$OUT/stdout")"
+check_eq "no error per fork" "[]" "$(json_get '[f for f in d["forks"] if "error" in f]' <"$OUT/stdout")"
+expect_rc "fork of a bucket without snapshots (table)" 1 fork create plain-src -n 3
+check_eq "one error line" 1 "$(grep -c 'tfork: error:' "$OUT/stderr")"
+check_contains "how to turn snapshots on" "$(stderr)" "tfork bucket set plain-src --snapshots on"
+check_contains "table: not-attempted" "$(stdout)" "not-attempted"
+expect_rc "fork create taken-1" 0 fork create data taken-1 --keys none
+expect_rc "the same name again" 6 fork create data taken-1 --keys none
+check_contains "a fork of this source, another snapshot" "$(stderr)" \
+  "taken-1: exists, as a fork of data from snapshot"
+check_contains "what to do" "$(stderr)" "choose another name or --prefix, or tear it down first"
+expect_rc "a plain bucket's name" 6 fork create data plain-src --keys none
+check_contains "not a fork" "$(stderr)" "plain-src: exists and is not a fork of data"
+"$TFORK" bucket create other --snapshots >/dev/null
+expect_rc "another source's fork" 6 fork create other taken-1 --keys none
+check_contains "a fork of another source" "$(stderr)" "taken-1: exists, as a fork of data, not of other"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE -u TIGRIS_STORAGE_ACCESS_KEY_ID \
+  -u TIGRIS_STORAGE_SECRET_ACCESS_KEY HOME="$WORK/empty-home" "$TFORK" fork ls data \
+  >"$OUT/stdout" 2>"$OUT/stderr" && fail "no credentials: it succeeded"
+check_contains "no credentials: what was tried" "$(stderr)" "Tried, in order"
+check_contains "no credentials: a command that returns" "$(stderr)" "> tfork.env & then . ./tfork.env"
+check_not_contains "no credentials: no bare eval" "$(stderr)" 'eval "$(tfork serve'
+
 echo "PASS cli_surface.sh"
