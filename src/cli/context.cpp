@@ -63,6 +63,7 @@ tigris::Client& Context::client() {
     transport_options.verify_tls = !options.no_verify_ssl;
     transport_options.user_agent = std::string("tfork/") + k_version;
     transport_options.debug = options.debug;
+    transport_options.verbosity = options.verbose;
     transport_options.cancel = &interrupted();
     transport_.reset(modules::curl().make_transport(transport_options));
     client_ = std::make_unique<tigris::Client>(

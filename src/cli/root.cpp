@@ -85,7 +85,10 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
                  "Fail a request that receives nothing for this many seconds (default 60)")
       ->check(positive_seconds("--read-timeout"))
       ->group(group);
-  app.add_flag("-v,--verbose", o.verbose, "More log lines on stderr (repeatable)")->group(group);
+  app.add_flag(
+         "-v,--verbose", o.verbose,
+         "-v: what the run does (snapshot, retries and why, rollback); -vv: every request too")
+      ->group(group);
   app.add_flag("--debug", o.debug,
                "Log every request and response line on stderr (secrets redacted)")
       ->group(group);

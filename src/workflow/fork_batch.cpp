@@ -186,6 +186,8 @@ class ForkRun {
     }
     outcome_.manifest.snapshot = *version;
     outcome_.manifest.snapshot_taken = true;
+    spdlog::info("took snapshot {} of {} (named '{}')", *version, plan_.source,
+                 output::printable(plan_.snapshot_name.value_or("")));
     save(false);  // the version, before any fork depends on it
     return true;
   }
@@ -385,6 +387,8 @@ class ForkRun {
   ForkCreateOutcome roll_back() {
     auto& forks = outcome_.manifest.forks;
     const auto cause = first_error_;
+    spdlog::info("rolling back what this run made (keys, then forks, then its snapshot): {}",
+                 cause ? output::printable(cause->message) : std::string("a fork failed"));
 
     // Keys first (cli.md §4.5): every key in the manifest was minted by this run.
     std::vector<std::size_t> key_indices;

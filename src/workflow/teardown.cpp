@@ -487,6 +487,9 @@ class TeardownRun {
         mark_manifests();
         pending = std::move(refused);
         if (!pending.empty()) {
+          spdlog::info("{} fork parent{} still see{} children going; asking again in {} ms",
+                       pending.size(), pending.size() == 1 ? "" : "s",
+                       pending.size() == 1 ? "s" : "", wait.count());
           sleep_unless_interrupted(wait);
           wait = std::min(wait * 2, k_parent_retry_cap);
         }

@@ -419,8 +419,12 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
     CHECK(outcome.exit_code == 6);
     CHECK(tigris.buckets.contains("run-2"));
     CHECK_FALSE(tigris.buckets.contains("run-1"));
+    // One HeadBucket, of the taken name only, to say what it is.
     for (const auto& sent : transport->requests)
-      CHECK(sent.method != "HEAD");  // no HeadBucket without a reason
+      if (sent.method == "HEAD") CHECK(sent.url == k_endpoint + "/run-2");
+    REQUIRE(outcome.manifest.forks[1].error);
+    CHECK_THAT(outcome.manifest.forks[1].error->message,
+               Catch::Contains("run-2: exists, as a fork of data from this run's snapshot"));
   }
 }
 
@@ -451,9 +455,15 @@ TEST_CASE("a missing source fails at the snapshot and creates nothing", "[fork]"
   auto client = make_client(*transport);
   const auto outcome = workflow::run_fork_create(client, plan_for(2), no_interrupt);
   CHECK(outcome.exit_code == 3);
-  CHECK(transport->requests.size() == 1);
-  for (const auto& fork : outcome.manifest.forks)
-    CHECK(fork.status == ForkStatus::failed);
+  // The snapshot, then a HeadBucket that says why; no fork request.
+  REQUIRE(transport->requests.size() == 2);
+  CHECK(transport->requests[1].method == "HEAD");
+  for (const auto& fork : outcome.manifest.forks) {
+    CHECK(fork.status == ForkStatus::not_attempted);
+    CHECK_FALSE(fork.error);
+  }
+  REQUIRE(outcome.error);
+  CHECK_THAT(outcome.error->message, Catch::Contains("there is no bucket data"));
 }
 
 TEST_CASE("the manifest is 0600 and lets teardown find everything that exists at every request",

@@ -144,4 +144,27 @@ check_contains "no credentials: what was tried" "$(stderr)" "Tried, in order"
 check_contains "no credentials: a command that returns" "$(stderr)" "> tfork.env & then . ./tfork.env"
 check_not_contains "no credentials: no bare eval" "$(stderr)" 'eval "$(tfork serve'
 
+step "-v says what the run does, -vv every request; no secret at any level"
+expect_rc "-v fork create" 0 -v fork create data -n 2 --prefix vv --manifest "$WORK/vv.json"
+check_contains "-v: the snapshot" "$(stderr)" "took snapshot"
+check_not_contains "-v: no request lines" "$(stderr)" " -> 200 ("
+expect_rc "-vv fork ls" 0 -vv fork ls data
+check_contains "-vv: one line per request" "$(stderr)" "GET $ENDPOINT/?IncludeForkInfo=true -> 200 ("
+check_contains "-vv: the attempt" "$(stderr)" "attempt 1)"
+secret=$(json_get 'd["forks"][0]["secret_access_key"]' <"$WORK/vv.json")
+for level in -v -vv --debug; do
+  expect_rc "$level teardown" 0 "$level" teardown --manifest "$WORK/vv.json"
+  check_not_contains "$level: no root secret" "$(stderr)" "$ROOT_SK"
+  check_not_contains "$level: no agent secret" "$(stderr)" "$secret"
+done
+stop_server
+start_server --fail-rate 0.5
+expect_rc "-v with a throttling server" 0 -v --max-attempts 20 bucket create flaky --snapshots
+for attempt in 1 2 3; do
+  expect_rc "-v fork create (throttled)" 0 -v --max-attempts 20 fork create flaky -n 8 --keys none \
+    --prefix "t$attempt"
+  grep -q "retrying PUT $ENDPOINT/" "$OUT/stderr" && break
+done
+check_contains "-v: a retry with its reason and delay" "$(stderr)" "after HTTP 503 in"
+
 echo "PASS cli_surface.sh"

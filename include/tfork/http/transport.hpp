@@ -77,6 +77,9 @@ struct Options {
   bool verify_tls = true;
   std::string user_agent;  // e.g. "tfork/0.1.0"
   bool debug = false;      // log each request and response line to stderr, secrets redacted
+  // -v (1): each retry with its reason and delay, and each change of the throttling window;
+  // -vv (2): also one line per request (method, URL, status, milliseconds, attempt).
+  int verbosity = 0;
   // When set and true, pending and in-flight transfers end with Kind::cancelled.
   const std::atomic<bool>* cancel = nullptr;
 };

@@ -6,6 +6,9 @@
 
 #include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
+#include "tfork/rules/redaction.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include "curl_handles.hpp"
 #include "debug_log.hpp"
@@ -124,7 +127,8 @@ bool has_line_break(std::string_view text) {
 struct Transfer {
   std::size_t index = 0;
   const Request* request = nullptr;
-  int attempts = 0;  // sends so far, this one included
+  int attempts = 0;                            // sends so far, this one included
+  std::chrono::steady_clock::time_point sent;  // when this send started
   curl::Easy easy;
   curl::Slist headers;
   Response response;
@@ -283,6 +287,12 @@ class CurlTransport final : public Transport {
     }
 
     int max_attempts() const { return std::max(owner_.options_.retry.max_attempts, 1); }
+    int verbosity() const { return owner_.options_.verbosity; }
+    static long long elapsed_ms(const Transfer& transfer) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - transfer.sent)
+          .count();
+    }
 
     void finish(std::size_t index, Result result) {
       results_[index] = std::move(result);
@@ -320,6 +330,7 @@ class CurlTransport final : public Transport {
       transfer->index = index;
       transfer->request = &request;
       transfer->attempts = attempts_so_far + 1;
+      transfer->sent = std::chrono::steady_clock::now();
       transfer->log = log_;
       transfer->easy.reset(curl_easy_init());
       if (!transfer->easy) {
@@ -454,6 +465,7 @@ class CurlTransport final : public Transport {
       Result result;
       bool retry = false;
       bool throttled = false;
+      std::string reason;  // why it failed, for the retry line of -v
       if (code == CURLE_OK) {
         long status = 0;
         curl_easy_getinfo(transfer.easy.get(), CURLINFO_RESPONSE_CODE, &status);
@@ -465,11 +477,22 @@ class CurlTransport final : public Transport {
         }
         retry = is_retryable_response(transfer.response);
         throttled = is_throttling_response(transfer.response);
+        const auto limit_before = window_.limit();
         window_.answered(throttled);
         if (throttled && log_) {
           log_->debug("[#{}] throttled: at most {} requests in flight now", transfer.index,
                       window_.limit());
         }
+        if (verbosity() >= 1 && window_.limit() != limit_before) {
+          spdlog::info("{}: at most {} requests in flight now",
+                       throttled ? "throttled" : "recovering", window_.limit());
+        }
+        if (verbosity() >= 2) {
+          spdlog::info("{} {} -> {} ({} ms, attempt {})", request.method,
+                       rules::redact_target(request.url), status, elapsed_ms(transfer),
+                       transfer.attempts);
+        }
+        reason = "HTTP " + std::to_string(status);
         result = std::move(transfer.response);
       } else {
         const TransportError::Kind kind = kind_of(code);
@@ -495,6 +518,12 @@ class CurlTransport final : public Transport {
             break;
         }
         if (log_) log_->debug("[#{}] ! {}{}", transfer.index, what, detail);
+        if (verbosity() >= 2) {
+          spdlog::info("{} {} -> {}{} ({} ms, attempt {})", request.method,
+                       rules::redact_target(request.url), what, detail, elapsed_ms(transfer),
+                       transfer.attempts);
+        }
+        reason = what + detail;
         result = std::unexpected(TransportError{
             kind, with_attempts(what + std::string(ascii::trim(detail)), transfer.attempts),
             transfer.attempts});
@@ -516,6 +545,11 @@ class CurlTransport final : public Transport {
         if (log_) {
           log_->debug("[#{}] retrying in {} ms (attempt {} of {})", transfer.index, delay.count(),
                       transfer.attempts + 1, budget);
+        }
+        if (verbosity() >= 1) {
+          spdlog::info("retrying {} {} after {} in {} ms (attempt {} of {})", request.method,
+                       rules::redact_target(request.url), reason, delay.count(),
+                       transfer.attempts + 1, budget);
         }
         waiting_.push_back(Waiting{Clock::now() + delay, transfer.index, transfer.attempts});
         return;
