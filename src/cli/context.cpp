@@ -1,9 +1,12 @@
 #include "tfork/cli/context.hpp"
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/modules/modules.hpp"
 #include "tfork/version.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 
 namespace tfork::cli {
@@ -88,6 +91,73 @@ output::Format Context::format() const {
   usage_error("--output / TFORK_OUTPUT must be 'json' or 'table', got '" + value + "'");
 }
 
+namespace {
+
+std::string form_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() &&
+               std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// A request body as --dry-run shows it: a JSON body as is; a form body (IAM) as its fields,
+// a field holding a JSON document (Tigris's Req) as that document; null otherwise.
+output::Json readable_body(std::string_view body) {
+  if (body.empty()) return nullptr;
+  auto json = output::Json::parse(body, nullptr, false);
+  if (!json.is_discarded()) return json;
+  output::Json fields = output::Json::object();
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const auto end = std::min(body.find('&', start), body.size());
+    const auto pair = body.substr(start, end - start);
+    const auto equals = pair.find('=');
+    if (equals == std::string_view::npos) return nullptr;  // not a form
+    const auto value = form_decode(pair.substr(equals + 1));
+    auto nested = output::Json::parse(value, nullptr, false);
+    if (nested.is_object()) return nested;
+    fields[form_decode(pair.substr(0, equals))] = value;
+    start = end + 1;
+  }
+  return fields;
+}
+
+// What the table shows under a request of --dry-run: the Tigris headers that decide what it
+// does (fork source and snapshot version, force delete, snapshot name...) and, for a key, its
+// name, role and bucket.
+std::vector<std::string> dry_run_details(const tigris::Operation& operation,
+                                         const output::Json& body) {
+  std::vector<std::string> lines;
+  for (const auto& [name, value] : operation.headers) {
+    const auto lower = ascii::lower(name);
+    if (lower.starts_with("x-tigris-") || lower.starts_with("tigris-"))
+      lines.push_back(name + ": " + output::printable(value));
+  }
+  if (!body.is_object()) return lines;
+  if (const auto key = body.find("name"); key != body.end() && key->is_string())
+    lines.push_back("key name: " + output::printable(key->get<std::string>()));
+  if (const auto roles = body.find("buckets_role"); roles != body.end() && roles->is_array()) {
+    for (const auto& role : *roles) {
+      if (!role.is_object()) continue;
+      lines.push_back("role " + output::printable(role.value("role", "")) + " on bucket " +
+                      output::printable(role.value("bucket", "")) + " only");
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
 CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {
   // Signing needs no secret to be shown, but it does need credentials to be resolvable
   // for the signature to be real; a dry run must work without any, so sign with a
@@ -120,11 +190,17 @@ CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {
     output::Json headers = output::Json::object();
     for (const auto& [name, value] : request.headers)
       headers[name] = http::redact_header_value(name, value);
-    requests.push_back(output::Json{{"operation", operation.name},
-                                    {"method", request.method},
-                                    {"url", request.url},
-                                    {"headers", headers}});
+    output::Json entry{{"operation", operation.name},
+                       {"method", request.method},
+                       {"url", request.url},
+                       {"headers", headers}};
+    // An IAM request's body says which key it makes (name, role, bucket): no secret.
+    const auto body = readable_body(operation.body);
+    if (body.is_object()) entry["body"] = body;
+    requests.push_back(std::move(entry));
     text += operation.name + "  " + request.method + " " + request.url + "\n";
+    for (const auto& line : dry_run_details(operation, body))
+      text += "    " + line + "\n";
   }
   return document(output::Json{{"dry_run", true}, {"requests", requests}}, std::move(text));
 }

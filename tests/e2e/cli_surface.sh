@@ -144,6 +144,22 @@ check_contains "no credentials: what was tried" "$(stderr)" "Tried, in order"
 check_contains "no credentials: a command that returns" "$(stderr)" "> tfork.env & then . ./tfork.env"
 check_not_contains "no credentials: no bare eval" "$(stderr)" 'eval "$(tfork serve'
 
+step "--dry-run shows in the table what would be sent, secrets never"
+expect_rc "fork create --dry-run" 0 fork create data -n 2 --prefix dry --dry-run
+check_contains "dry-run: the snapshot's name" "$(stdout)" "X-Tigris-Snapshot: true; name=tfork dry"
+check_contains "dry-run: the fork source" "$(stdout)" "X-Tigris-Fork-Source-Bucket: data"
+check_contains "dry-run: the version placeholder" "$(stdout)" "X-Tigris-Fork-Source-Bucket-Snapshot:"
+check_contains "dry-run: the key's name" "$(stdout)" "key name: dry-1-key"
+check_contains "dry-run: the key's role and scope" "$(stdout)" "role Editor on bucket dry-2 only"
+check_not_contains "dry-run: no secret" "$(stdout)" "$ROOT_SK"
+expect_rc "bucket rm --force --dry-run" 0 bucket rm data --force --dry-run
+check_contains "dry-run: the force header" "$(stdout)" "Tigris-Force-Delete: true"
+expect_rc "fork create --dry-run --json" 0 fork create data -n 1 --prefix dry --dry-run --json
+check_eq "dry-run JSON: the key's body" '["dry-1-key", "Editor", "dry-1"]' \
+  "$(json_get '[[r["body"]["name"], r["body"]["buckets_role"][0]["role"], r["body"]["buckets_role"][0]["bucket"]] for r in d["requests"] if "body" in r][0]' <"$OUT/stdout")"
+"$TFORK" fork ls data --json >"$OUT/stdout"
+check_eq "dry-run made nothing" "[]" "$(json_get '[f["bucket"] for f in d["forks"] if f["bucket"].startswith("dry")]' <"$OUT/stdout")"
+
 step "-v says what the run does, -vv every request; no secret at any level"
 expect_rc "-v fork create" 0 -v fork create data -n 2 --prefix vv --manifest "$WORK/vv.json"
 check_contains "-v: the snapshot" "$(stderr)" "took snapshot"
