@@ -39,6 +39,51 @@ std::string config_path(const Environment& env) {
   return home_dir(env) + "/.aws/config";
 }
 
+// What the Tigris CLI saved in ~/.tigris/config.json: in its version 2 layout
+// `credentials.temporary` (from a login) before `credentials.saved` (from `tigris configure`),
+// each {accessKeyId, secretAccessKey, endpoint}; in the older layout one `credentials` object
+// of the same shape. An unreadable or malformed file counts as no file, as the Tigris CLI
+// treats it.
+struct TigrisCliCredentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string endpoint;
+  std::string which;  // "temporary", "saved"
+};
+
+std::string tigris_config_path(const Environment& env) {
+  return home_dir(env) + "/.tigris/config.json";
+}
+
+std::optional<TigrisCliCredentials> tigris_cli_credentials(const Environment& env) {
+  if (home_dir(env).empty()) return std::nullopt;
+  const auto text = read_file(tigris_config_path(env));
+  if (!text) return std::nullopt;
+  const auto json = nlohmann::json::parse(*text, nullptr, false);
+  if (!json.is_object() || !json.contains("credentials") || !json["credentials"].is_object())
+    return std::nullopt;
+  auto entry = [](const nlohmann::json& value,
+                  std::string which) -> std::optional<TigrisCliCredentials> {
+    auto text_field = [&value](const char* name) {
+      return value.contains(name) && value[name].is_string() ? value[name].get<std::string>()
+                                                             : std::string();
+    };
+    if (!value.is_object()) return std::nullopt;
+    TigrisCliCredentials found{text_field("accessKeyId"), text_field("secretAccessKey"),
+                               text_field("endpoint"), std::move(which)};
+    if (found.access_key_id.empty() || found.secret_access_key.empty()) return std::nullopt;
+    return found;
+  };
+  const auto& credentials = json["credentials"];
+  if (json.contains("version") && json["version"] == 2) {
+    for (const char* which : {"temporary", "saved"})
+      if (credentials.contains(which))
+        if (auto found = entry(credentials[which], which)) return found;
+    return std::nullopt;
+  }
+  return entry(credentials, "saved");
+}
+
 // The settings of one profile: the credentials file's [name] over the config file's
 // [profile name] ([default] in both for the default profile), as the AWS tools merge them.
 struct Profile {
@@ -199,10 +244,12 @@ Config resolve_config(const ConfigOverrides& overrides, const Environment& env) 
     return value.empty() ? std::nullopt : std::optional<std::string>(value);
   };
 
+  const auto tigris_cli = tigris_cli_credentials(env);
   config.endpoint =
       normalise_url(first({flag(overrides.endpoint_url), env("AWS_ENDPOINT_URL_S3"),
                            env("AWS_ENDPOINT_URL"), env("TIGRIS_STORAGE_ENDPOINT"),
-                           setting(profile, "endpoint_url_s3"), setting(profile, "endpoint_url")})
+                           setting(profile, "endpoint_url_s3"), setting(profile, "endpoint_url"),
+                           tigris_cli ? flag(tigris_cli->endpoint) : std::nullopt})
                         .value_or(std::string(k_default_endpoint)),
                     "endpoint URL");
 
@@ -278,12 +325,17 @@ ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const 
   }
   const auto profile = env("AWS_PROFILE").value_or("default");
   if (auto found = credentials_from_profile(profile, env)) return *found;
+  if (auto found = tigris_cli_credentials(env)) {
+    return {{found->access_key_id, found->secret_access_key, ""},
+            "Tigris CLI (" + tigris_config_path(env) + ", " + found->which + ")"};
+  }
   throw TforkError(
       ErrorKind::auth, "NoCredentials",
       "no credentials found. Tried, in order: --profile (not given); AWS_ACCESS_KEY_ID + "
       "AWS_SECRET_ACCESS_KEY; TIGRIS_STORAGE_ACCESS_KEY_ID + TIGRIS_STORAGE_SECRET_ACCESS_KEY; "
       "profile '" +
           profile + "' in " + credentials_path(env) + " and " + config_path(env) +
+          "; the Tigris CLI's " + tigris_config_path(env) +
           ". Set one of these; for a local store: tfork serve --data DIR > tfork.env & then . "
           "./tfork.env (serve prints the export lines and keeps running)");
 }

@@ -4,6 +4,7 @@
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/fork_ops.hpp"
@@ -121,8 +122,9 @@ void name_forks(tigris::Client& client, const std::string& bucket, Error& error)
 // §6). With --force, a HeadBucket first makes sure no fork parent is ever force-deleted, even
 // by a server that would allow it (cli.md §2: force never overrides "has forks").
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
-                           std::size_t concurrency) {
+                           std::size_t concurrency, bool progress) {
   RemoveResult result;
+  output::Progress line("buckets", options.names.size(), progress);
   for (const auto& name : options.names)
     result.buckets.push_back({name, {}});
 
@@ -151,7 +153,9 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
                   {}};
       } else {
         to_delete.push_back(i);
+        continue;
       }
+      line.advance(item.status != "failed");
     }
   } else {
     for (std::size_t i = 0; i < options.names.size(); ++i)
@@ -161,10 +165,11 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
   std::vector<tigris::Operation> deletes;
   for (auto i : to_delete)
     deletes.push_back(tigris::delete_bucket(options.names[i], options.force));
-  const auto answers = client.send_all(deletes, concurrency);
-  for (std::size_t j = 0; j < answers.size(); ++j) {
+  std::vector<bool> seen(deletes.size(), false);
+  auto on_done = [&](std::size_t j, const http::Result& answer) {
+    seen[j] = true;
     auto& item = result.buckets[to_delete[j]].outcome;
-    if (auto error = tigris::error_from_result(answers[j], "DeleteBucket")) {
+    if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
       if (bucket_gone(*error)) {
         item.status = "not-found";
       } else {
@@ -174,7 +179,12 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
     } else {
       item.status = "deleted";
     }
-  }
+    line.advance(item.status != "failed");
+  };
+  const auto answers = client.send_all(deletes, concurrency, on_done);
+  for (std::size_t j = 0; j < answers.size(); ++j)
+    if (!seen[j]) on_done(j, answers[j]);
+  line.finish();
 
   // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
   // that does not tell the two apart); the listing runs for those alone.
@@ -272,7 +282,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
       return context.dry_run(ops);
     }
     const auto result = run_bucket_rm(context.client(), *rm_options,
-                                      static_cast<std::size_t>(context.options.concurrency));
+                                      static_cast<std::size_t>(context.options.concurrency),
+                                      context.progress_enabled());
     auto outcome = cli::document(to_json(result), to_table(result));
     outcome.error = batch_error(result);
     return outcome;

@@ -99,7 +99,9 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
           fmt::format("How many forks, 1-{}: <prefix>-1 ... <prefix>-N", workflow::k_max_forks))
       ->check(cli::whole_number("-n", 1, workflow::k_max_forks));
   command->add_option("--prefix", options->prefix,
-                      "Fork name prefix (default <source>-fork-<unix-ms>)");
+                      "Fork name prefix (default <source>-fork-<unix-ms>, with <source> cut "
+                      "short, and any '-' or '.' it then ends with dropped, so that "
+                      "<prefix>-<N> fits in 63 characters)");
   command->add_option("--snapshot", options->snapshot,
                       "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
                       "name: its newest version) instead of taking one");

@@ -52,15 +52,19 @@ HeadResult run_fork_head(tigris::Client& client, const std::vector<std::string>&
 }
 
 output::Json to_json(const HeadResult& result) {
+  // A bucket that does not exist has no settings: null, as its table row says "-".
+  auto known = [](const HeadRow& row, bool value) {
+    return row.exists ? output::Json(value) : output::Json();
+  };
   output::Json buckets = output::Json::array();
   for (const auto& row : result.buckets) {
     buckets.push_back(
         output::Json{{"bucket", row.bucket},
                      {"exists", row.exists},
-                     {"snapshots_enabled", row.head.snapshots_enabled},
+                     {"snapshots_enabled", known(row, row.head.snapshots_enabled)},
                      {"fork_source", optional_json(row.head.fork_source)},
                      {"fork_source_snapshot", optional_json(row.head.fork_source_snapshot)},
-                     {"is_fork_parent", row.head.is_fork_parent}});
+                     {"is_fork_parent", known(row, row.head.is_fork_parent)}});
   }
   return output::Json{{"buckets", std::move(buckets)}};
 }
@@ -75,7 +79,8 @@ std::string to_table(const HeadResult& result) {
       continue;
     }
     table.row({row.bucket, "yes", yes_no(row.head.snapshots_enabled),
-               row.head.fork_source.value_or("-"), row.head.fork_source_snapshot.value_or("-"),
+               output::cell_or_dash(row.head.fork_source.value_or("")),
+               output::cell_or_dash(row.head.fork_source_snapshot.value_or("")),
                yes_no(row.head.is_fork_parent)});
   }
   return table.render();
@@ -103,7 +108,7 @@ std::optional<Error> missing_error(const HeadResult& result) {
 
 ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
   ListResult result{source, tigris::find_forks(client, source)};
-  std::ranges::sort(result.forks, {}, &tigris::FoundFork::bucket);
+  std::ranges::sort(result.forks, output::natural_less, &tigris::FoundFork::bucket);
   // An empty listing cannot tell "no forks" from a mistyped name: ask the source itself.
   if (result.forks.empty()) {
     if (auto error =
@@ -119,12 +124,9 @@ ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
 output::Json to_json(const ListResult& result) {
   output::Json forks = output::Json::array();
   for (const auto& fork : result.forks) {
-    forks.push_back(output::Json{
-        {"bucket", fork.bucket},
-        {"snapshot", output::json_or_null(fork.snapshot)},
-        {"created",
-         output::json_or_null(fork.created.empty() ? std::string()
-                                                   : output::normalise_rfc3339(fork.created))}});
+    forks.push_back(output::Json{{"bucket", fork.bucket},
+                                 {"snapshot", output::json_or_null(fork.snapshot)},
+                                 {"created", output::json_time(fork.created)}});
   }
   return output::Json{{"source", result.source}, {"forks", std::move(forks)}};
 }
@@ -132,8 +134,7 @@ output::Json to_json(const ListResult& result) {
 std::string to_table(const ListResult& result) {
   output::Table table({"BUCKET", "SNAPSHOT", "CREATED"});
   for (const auto& fork : result.forks) {
-    table.row({fork.bucket, fork.snapshot.empty() ? "-" : fork.snapshot,
-               fork.created.empty() ? "-" : output::normalise_rfc3339(fork.created)});
+    table.row({fork.bucket, output::cell_or_dash(fork.snapshot), output::table_time(fork.created)});
   }
   return table.render();
 }

@@ -4,6 +4,7 @@
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/paging.hpp"
@@ -80,12 +81,10 @@ ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options) {
 output::Json to_json(const ListResult& result) {
   output::Json snapshots = output::Json::array();
   for (const auto& snapshot : result.snapshots) {
-    snapshots.push_back(output::Json{
-        {"version", snapshot.version},
-        {"name", snapshot.name ? output::Json(*snapshot.name) : output::Json()},
-        {"created", output::json_or_null(snapshot.created.empty()
-                                             ? std::string()
-                                             : output::normalise_rfc3339(snapshot.created))}});
+    snapshots.push_back(
+        output::Json{{"version", snapshot.version},
+                     {"name", snapshot.name ? output::Json(*snapshot.name) : output::Json()},
+                     {"created", output::json_time(snapshot.created)}});
   }
   return output::Json{{"bucket", result.bucket}, {"snapshots", std::move(snapshots)}};
 }
@@ -93,8 +92,8 @@ output::Json to_json(const ListResult& result) {
 std::string to_table(const ListResult& result) {
   output::Table table({"VERSION", "NAME", "CREATED"});
   for (const auto& snapshot : result.snapshots) {
-    table.row({snapshot.version, snapshot.name.value_or(""),
-               snapshot.created.empty() ? "" : output::normalise_rfc3339(snapshot.created)});
+    table.row({snapshot.version, output::cell_or_dash(snapshot.name.value_or("")),
+               output::table_time(snapshot.created)});
   }
   return table.render();
 }
@@ -113,15 +112,19 @@ void check(const RemoveOptions& options) {
 }
 
 RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& options,
-                             std::size_t concurrency) {
+                             std::size_t concurrency, bool progress) {
   std::vector<tigris::Operation> operations;
   for (const auto& version : options.versions)
     operations.push_back(tigris::delete_snapshot(options.bucket, version));
-  const auto answers = client.send_all(operations, concurrency);
   RemoveResult result{options.bucket, {}};
-  for (std::size_t i = 0; i < answers.size(); ++i) {
-    RemoveItem item{options.versions[i], {"deleted", std::nullopt}};
-    if (auto error = tigris::error_from_result(answers[i], "DeleteBucketSnapshot")) {
+  for (const auto& version : options.versions)
+    result.versions.push_back({version, {"deleted", std::nullopt}});
+  output::Progress line("snapshots", operations.size(), progress);
+  std::vector<bool> seen(operations.size(), false);
+  auto on_done = [&](std::size_t i, const http::Result& answer) {
+    seen[i] = true;
+    auto& item = result.versions[i];
+    if (auto error = tigris::error_from_result(answer, "DeleteBucketSnapshot")) {
       // Only an unknown snapshot is "not found"; a missing bucket is a failure (exit 3).
       if (snapshot_gone(*error)) {
         item.outcome.status = "not-found";
@@ -130,8 +133,12 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
         item.outcome.error = std::move(*error);
       }
     }
-    result.versions.push_back(std::move(item));
-  }
+    line.advance(item.outcome.status != "failed");
+  };
+  const auto answers = client.send_all(operations, concurrency, on_done);
+  for (std::size_t i = 0; i < answers.size(); ++i)
+    if (!seen[i]) on_done(i, answers[i]);
+  line.finish();
   return result;
 }
 
@@ -229,7 +236,8 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
       return context.dry_run(ops);
     }
     const auto result = run_snapshot_rm(context.client(), *rm_options,
-                                        static_cast<std::size_t>(context.options.concurrency));
+                                        static_cast<std::size_t>(context.options.concurrency),
+                                        context.progress_enabled());
     auto outcome = cli::document(to_json(result), to_table(result));
     outcome.error = batch_error(result);
     return outcome;

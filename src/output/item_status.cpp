@@ -22,7 +22,7 @@ std::string status_cell(std::string_view status) {
 }
 
 std::string item_error_text(const ItemStatus& item) {
-  if (!item.error) return "";
+  if (!item.error) return "-";
   return item.error->code.empty() ? item.error->message
                                   : item.error->message + " (" + item.error->code + ")";
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 namespace tfork::output {
 
@@ -118,13 +119,17 @@ std::string rfc3339_from_ns(std::int64_t ns) {
   return text + "Z";
 }
 
-std::string normalise_rfc3339(std::string_view text) {
-  // Accept "YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)"; anything else is passed through.
+namespace {
+
+// Unix nanoseconds of "YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)" (a space for the 'T' too).
+std::optional<std::int64_t> parse_rfc3339_ns(std::string_view text) {
   std::tm tm{};
   int offset_minutes = 0;
-  if (text.size() < 20) return std::string(text);
-  const std::string head(text.substr(0, 19));
-  if (!strptime(head.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return std::string(text);
+  if (text.size() < 20) return std::nullopt;
+  std::string head(text.substr(0, 19));
+  if (head[10] == ' ' || head[10] == 't') head[10] = 'T';
+  const char* end = strptime(head.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || *end != '\0') return std::nullopt;
   auto rest = text.substr(19);
   std::string fraction;
   if (!rest.empty() && rest[0] == '.') {
@@ -136,18 +141,90 @@ std::string normalise_rfc3339(std::string_view text) {
   }
   if (rest == "Z" || rest == "z") {
     offset_minutes = 0;
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+             std::isdigit(static_cast<unsigned char>(rest[1])) &&
+             std::isdigit(static_cast<unsigned char>(rest[2])) &&
+             std::isdigit(static_cast<unsigned char>(rest[4])) &&
+             std::isdigit(static_cast<unsigned char>(rest[5]))) {
     offset_minutes =
         std::stoi(std::string(rest.substr(1, 2))) * 60 + std::stoi(std::string(rest.substr(4, 2)));
     if (rest[0] == '-') offset_minutes = -offset_minutes;
   } else {
-    return std::string(text);
+    return std::nullopt;
   }
   const std::int64_t seconds = timegm(&tm) - offset_minutes * 60;
   fraction = fraction.substr(0, 9);
   while (fraction.size() < 9)
     fraction += '0';
-  return rfc3339_from_ns(seconds * 1'000'000'000 + std::stoll(fraction));
+  return seconds * 1'000'000'000 + std::stoll(fraction);
+}
+
+// Whole seconds, rounded down also before 1970 (a fraction never moves a time forward).
+std::tm utc_parts(std::int64_t ns) {
+  auto seconds = ns / 1'000'000'000;
+  if (ns % 1'000'000'000 < 0) --seconds;
+  const auto time = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  return utc;
+}
+
+std::string format_seconds(std::int64_t ns, char separator, std::string_view zone) {
+  const auto utc = utc_parts(ns);
+  return fmt::format("{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}{}", utc.tm_year + 1900, utc.tm_mon + 1,
+                     utc.tm_mday, separator, utc.tm_hour, utc.tm_min, utc.tm_sec, zone);
+}
+
+}  // namespace
+
+std::string normalise_rfc3339(std::string_view text) {
+  const auto ns = parse_rfc3339_ns(text);
+  return ns ? rfc3339_from_ns(*ns) : std::string(text);
+}
+
+std::string table_time(std::string_view rfc3339) {
+  if (rfc3339.empty()) return "-";
+  const auto ns = parse_rfc3339_ns(rfc3339);
+  return ns ? format_seconds(*ns, ' ', "") : std::string(rfc3339);
+}
+
+Json json_time(std::string_view rfc3339) {
+  if (rfc3339.empty()) return Json();
+  const auto ns = parse_rfc3339_ns(rfc3339);
+  return ns ? Json(format_seconds(*ns, 'T', "Z")) : Json(std::string(rfc3339));
+}
+
+bool natural_less(std::string_view a, std::string_view b) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      std::size_t a_end = i;
+      std::size_t b_end = j;
+      while (a_end < a.size() && is_digit(a[a_end]))
+        ++a_end;
+      while (b_end < b.size() && is_digit(b[b_end]))
+        ++b_end;
+      // Compare the values without converting: leading zeros off, then length, then digits.
+      auto a_digits = a.substr(i, a_end - i);
+      auto b_digits = b.substr(j, b_end - j);
+      const auto a_value =
+          a_digits.substr(std::min(a_digits.find_first_not_of('0'), a_digits.size()));
+      const auto b_value =
+          b_digits.substr(std::min(b_digits.find_first_not_of('0'), b_digits.size()));
+      if (a_value.size() != b_value.size()) return a_value.size() < b_value.size();
+      if (a_value != b_value) return a_value < b_value;
+      i = a_end;
+      j = b_end;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+  return a < b;  // equal by value ("a01" vs "a1"): a fixed order all the same
 }
 
 }  // namespace tfork::output

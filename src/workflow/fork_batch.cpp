@@ -580,6 +580,17 @@ void adopt_manifest(ForkCreatePlan& plan, const std::filesystem::path& path, boo
 
 }  // namespace
 
+std::string default_fork_prefix(std::string_view source, std::int64_t now_ms, int count) {
+  constexpr std::size_t k_max_bucket_name = 63;  // tigris-wire.md §2.1
+  const auto suffix = fmt::format("-fork-{}", now_ms);
+  const auto largest = fmt::format("-{}", std::max(count, 1));
+  const auto room = k_max_bucket_name - std::min(k_max_bucket_name, suffix.size() + largest.size());
+  auto stem = source.substr(0, room);
+  while (!stem.empty() && (stem.back() == '-' || stem.back() == '.'))
+    stem.remove_suffix(1);
+  return std::string(stem) + suffix;
+}
+
 ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t now_ms) {
   if (auto problem = tigris::bucket_name_problem(request.source))
     usage(fmt::format("invalid source bucket name '{}': {}", request.source, *problem));
@@ -591,7 +602,7 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
   if (!request.names.empty() && !request.prefix.empty())
     usage("--prefix only applies with -n N (the fork names were given)");
   std::string prefix = request.prefix;
-  if (prefix.empty()) prefix = fmt::format("{}-fork-{}", request.source, now_ms);
+  if (prefix.empty()) prefix = default_fork_prefix(request.source, now_ms, request.count);
   if (!request.names.empty()) {
     plan.names = request.names;
   } else {

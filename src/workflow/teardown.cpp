@@ -2,6 +2,7 @@
 
 #include "tfork/iam/access_keys.hpp"
 #include "tfork/output/progress.hpp"
+#include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/workflow/outcome.hpp"
 
@@ -458,20 +459,22 @@ class TeardownRun {
         std::vector<tigris::Operation> operations;
         for (auto i : pending)
           operations.push_back(tigris::delete_bucket(states_[i].target.bucket, true));
-        const auto results = client_.send_all(operations, plan_.concurrency);
         std::vector<std::size_t> refused;
         const bool may_retry = std::chrono::steady_clock::now() + wait < deadline;
-        for (std::size_t k = 0; k < results.size(); ++k) {
+        std::vector<bool> seen(pending.size(), false);
+        // Each answer as it arrives (on this thread), so the progress line moves with them.
+        auto on_done = [&](std::size_t k, const http::Result& answer) {
+          seen[k] = true;
           const auto i = pending[k];
           auto& item = result_.forks[i];
-          if (is_cancelled(results[k])) {
+          if (is_cancelled(answer)) {
             fail(item, interrupted_error());
-            continue;
+            return;
           }
-          auto error = tigris::error_from_result(results[k], "DeleteBucket");
+          auto error = tigris::error_from_result(answer, "DeleteBucket");
           if (error && is_fork_refusal(*error) && may_retry) {
             refused.push_back(i);  // its forks are still going: asked again shortly
-            continue;
+            return;
           }
           if (!error) {
             item.status = BucketOutcome::deleted;
@@ -483,8 +486,12 @@ class TeardownRun {
             fail(item, std::move(*error));
           }
           progress.advance(item.status != BucketOutcome::failed);
-        }
+        };
+        const auto results = client_.send_all(operations, plan_.concurrency, on_done);
+        for (std::size_t k = 0; k < results.size(); ++k)
+          if (!seen[k]) on_done(k, results[k]);
         mark_manifests();
+        std::ranges::sort(refused);  // asked again in input order, whatever order answers came
         pending = std::move(refused);
         if (!pending.empty()) {
           spdlog::info("{} fork parent{} still see{} children going; asking again in {} ms",
@@ -800,7 +807,7 @@ TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& sel
     }
     names.push_back(std::move(fork.bucket));
   }
-  std::ranges::sort(names);
+  std::ranges::sort(names, output::natural_less);
   names.erase(std::unique(names.begin(), names.end()), names.end());
   TeardownPlan plan;
   for (auto& name : names) {

@@ -137,14 +137,14 @@ TEST_CASE("snapshot ls follows ContinuationToken and lists newest first", "[snap
   CHECK(
       snapshot_cmd::to_json(result).dump() ==
       R"({"bucket":"training-data","snapshots":[)"
-      R"({"version":"1751631910196672425","name":"my first snapshot","created":"2025-07-04T12:25:10.19667705Z"},)"
-      R"({"version":"1751631910169675092","name":null,"created":"2025-07-04T12:25:10.16968055Z"},)"
+      R"({"version":"1751631910196672425","name":"my first snapshot","created":"2025-07-04T12:25:10Z"},)"
+      R"({"version":"1751631910169675092","name":null,"created":"2025-07-04T12:25:10Z"},)"
       R"({"version":"1751631910140685342","name":"a=b c","created":"2025-07-04T12:25:10Z"}]})");
   CHECK(snapshot_cmd::to_table(result) ==
         "VERSION              NAME               CREATED\n"
-        "1751631910196672425  my first snapshot  2025-07-04T12:25:10.19667705Z\n"
-        "1751631910169675092                     2025-07-04T12:25:10.16968055Z\n"
-        "1751631910140685342  a=b c              2025-07-04T12:25:10Z\n");
+        "1751631910196672425  my first snapshot  2025-07-04 12:25:10\n"
+        "1751631910169675092  -                  2025-07-04 12:25:10\n"
+        "1751631910140685342  a=b c              2025-07-04 12:25:10\n");
 }
 
 TEST_CASE("snapshot ls --limit asks for at most the remaining count and stops early",

@@ -55,8 +55,9 @@ struct RemoveResult {
   std::vector<RemoveItem> buckets;  // in input order
 };
 
+// `progress`: show the progress line (output::Progress) while the deletes run.
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
-                           std::size_t concurrency);
+                           std::size_t concurrency, bool progress = false);
 output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 // The batch exit rule of cli.md §6 (workflow::batch_error).

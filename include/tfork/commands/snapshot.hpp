@@ -63,8 +63,9 @@ struct RemoveResult {
 };
 
 void check(const RemoveOptions& options);
+// `progress`: show the progress line (output::Progress) while the deletes run.
 RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& options,
-                             std::size_t concurrency);
+                             std::size_t concurrency, bool progress = false);
 output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 std::optional<Error> batch_error(const RemoveResult& result);

@@ -27,7 +27,7 @@ Json item_json(Json entry, const ItemStatus& item, const Json& details = Json::o
 // as "not found (nothing to do)" (a typo and a finished re-run look alike otherwise).
 std::string status_cell(std::string_view status);
 
-// The ERROR cell of a table row: "message (code)", or "" when the item did not fail.
+// The ERROR cell of a table row: "message (code)", or "-" (absent) when the item did not fail.
 std::string item_error_text(const ItemStatus& item);
 
 }  // namespace tfork::output

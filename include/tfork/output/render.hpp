@@ -36,6 +36,24 @@ std::string rfc3339_from_ns(std::int64_t ns);
 // returned unchanged when it cannot be parsed.
 std::string normalise_rfc3339(std::string_view text);
 
+// One rule per kind of cell, shared by every renderer (issue 11):
+// * a timestamp is "2026-11-30 09:26:19" (UTC, whole seconds, so a TIME column lines up) in a
+//   table and "2026-11-30T09:26:19Z" in JSON. Seconds, because the times shown (when a
+//   snapshot was taken, when a fork was created) mean nothing below a second to a reader, and
+//   a snapshot's exact instant is its version, printed next to it in full;
+// * an absent value is "-" in a table and null in JSON;
+// * names are listed in natural order, so run-2 comes before run-10.
+// An empty or unreadable timestamp is absent ("-", null); text that is not RFC 3339 is shown
+// as it came rather than lost.
+std::string table_time(std::string_view rfc3339);
+Json json_time(std::string_view rfc3339);
+inline std::string cell_or_dash(std::string_view value) {
+  return value.empty() ? std::string("-") : std::string(value);
+}
+// Digit runs compare by value ("run-2" < "run-10"; "a01" and "a1" by their text after that),
+// everything else byte by byte.
+bool natural_less(std::string_view a, std::string_view b);
+
 // `text` safe for a terminal: control characters (C0, DEL, C1) and bytes that are not UTF-8
 // become \n, \t, \r or \xHH, so a name or message from a server cannot move the cursor, change
 // colours or forge lines (cli.md §7). Tables escape every cell with it.

@@ -57,6 +57,11 @@ struct ForkCreateRequest {
   int concurrency = 32;
 };
 
+// The prefix of `fork create SOURCE -n COUNT` without --prefix: "<source>-fork-<now_ms>", with
+// SOURCE cut short when "<prefix>-<COUNT>" would pass the 63 characters of a bucket name, and
+// then any '-' or '.' it ends with dropped, so every fork name stays a valid bucket name.
+std::string default_fork_prefix(std::string_view source, std::int64_t now_ms, int count);
+
 // Checks everything that can be checked without a request and builds the plan; throws
 // TforkError(usage) with a one-line message naming the bad value and why (cli.md §4.6).
 // `now_ms` is the clock for the default prefix. A run that mints keys always gets a manifest

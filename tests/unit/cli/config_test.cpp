@@ -408,3 +408,67 @@ TEST_CASE("parse_ini", "[config][ini]") {
   CHECK(ini.at("profile x").at("a") == "b=c");
   CHECK(ini.size() == 2);
 }
+
+TEST_CASE("the Tigris CLI's ~/.tigris/config.json: last in the chain, temporary before saved",
+          "[config][credentials][tigris-cli]") {
+  TempHome home;
+  ConfigOverrides flags;
+  auto key = [&] { return resolve_credentials(flags, home.env()).credentials.access_key_id; };
+
+  CHECK(message_of([&] { key(); }).find(".tigris/config.json") != std::string::npos);
+
+  // The version 2 layout `tigris configure` writes.
+  home.write(".tigris/config.json", R"({"version": 2, "credentials": {"saved": {
+      "accessKeyId": "tid_saved", "secretAccessKey": "tsec_saved",
+      "endpoint": "http://saved-endpoint:7"}}})");
+  CHECK(key() == "tid_saved");
+  CHECK(resolve_credentials(flags, home.env()).credentials.secret_access_key == "tsec_saved");
+  CHECK(resolve_credentials(flags, home.env()).source.find("saved") != std::string::npos);
+  CHECK(resolve_config(flags, home.env()).endpoint == "http://saved-endpoint:7");
+
+  // `tigris login credentials` adds a temporary session, which wins while it lasts.
+  home.write(".tigris/config.json", R"({"version": 2, "activeMethod": "credentials",
+      "credentials": {
+        "saved": {"accessKeyId": "tid_saved", "secretAccessKey": "tsec_saved",
+                  "endpoint": "http://saved-endpoint:7"},
+        "temporary": {"accessKeyId": "tid_temp", "secretAccessKey": "tsec_temp",
+                      "endpoint": "http://temp-endpoint:8"}}})");
+  CHECK(key() == "tid_temp");
+  CHECK(resolve_config(flags, home.env()).endpoint == "http://temp-endpoint:8");
+
+  // The older layout: one credentials object.
+  home.write(".tigris/config.json",
+             R"({"credentials": {"accessKeyId": "tid_old", "secretAccessKey": "tsec_old",
+                 "endpoint": "https://t3.storage.dev"}})");
+  CHECK(key() == "tid_old");
+
+  // Every other source comes first: a profile, then the environment.
+  home.write(".aws/credentials",
+             "[default]\naws_access_key_id = AKPROFILE\naws_secret_access_key = s\n");
+  CHECK(key() == "AKPROFILE");
+  home.vars["TIGRIS_STORAGE_ACCESS_KEY_ID"] = "tid_env";
+  home.vars["TIGRIS_STORAGE_SECRET_ACCESS_KEY"] = "tsec_env";
+  CHECK(key() == "tid_env");
+  home.vars["AWS_ACCESS_KEY_ID"] = "AKENV";
+  home.vars["AWS_SECRET_ACCESS_KEY"] = "s";
+  CHECK(key() == "AKENV");
+
+  // Any endpoint setting beats the file's endpoint.
+  home.vars["AWS_ENDPOINT_URL"] = "http://env-endpoint:9";
+  CHECK(resolve_config(flags, home.env()).endpoint == "http://env-endpoint:9");
+}
+
+TEST_CASE("a malformed ~/.tigris/config.json counts as no file",
+          "[config][credentials][tigris-cli]") {
+  TempHome home;
+  ConfigOverrides flags;
+  for (const char* text :
+       {"not json", "[]", R"({"version": 2})", R"({"version": 2, "credentials": []})",
+        R"({"version": 2, "credentials": {"saved": {"accessKeyId": "tid_only"}}})",
+        R"({"version": 2, "credentials": {"saved": {"accessKeyId": 1, "secretAccessKey": 2}}})"}) {
+    INFO(text);
+    home.write(".tigris/config.json", text);
+    CHECK(kind_of([&] { resolve_credentials(flags, home.env()); }) == ErrorKind::auth);
+    CHECK(resolve_config(flags, home.env()).endpoint == "https://t3.storage.dev");
+  }
+}
