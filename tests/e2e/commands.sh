@@ -142,7 +142,8 @@ assert s['fork_source'] is None and s['fork_source_snapshot'] is None and s['is_
 expect_rc "fork head with a missing bucket" 3 tf fork head data-fork-a no-such-bucket --json
 check_doc "fork head missing" "
 assert [b['exists'] for b in d['buckets']] == [True, False], d
-assert d['buckets'][1]['fork_source'] is None and d['buckets'][1]['snapshots_enabled'] is False"
+assert d['buckets'][1]['fork_source'] is None and d['buckets'][1]['snapshots_enabled'] is None
+assert d['buckets'][1]['is_fork_parent'] is None, d"
 expect_rc "fork head table" 0 tf fork head data-fork-a
 check_contains "fork head table" "$(cat "$OUT/stdout")" "data-src"
 
