@@ -32,7 +32,10 @@ void configure_logging(const GlobalOptions& options, const Environment& env) {
   auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
       color ? spdlog::color_mode::automatic : spdlog::color_mode::never);
   auto logger = std::make_shared<spdlog::logger>("tfork", sink);
-  logger->set_pattern("tfork: %^%l%$: %v");
+  // On a terminal a log line first clears the line it lands on: a progress line may be
+  // showing there, and is redrawn below it on its next tick.
+  const bool terminal = ::isatty(STDERR_FILENO) == 1;
+  logger->set_pattern(std::string(terminal ? "\r\033[K" : "") + "tfork: %^%l%$: %v");
   auto level = spdlog::level::warn;
   if (options.quiet) level = spdlog::level::err;
   if (options.verbose == 1) level = spdlog::level::info;
