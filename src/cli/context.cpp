@@ -82,6 +82,13 @@ std::optional<std::string> Context::access_key_in_use() const {
   return client_->settings().credentials.access_key_id;
 }
 
+std::string Context::identity_hint() const {
+  if (!client_) return {};
+  const auto& settings = client_->settings();
+  return "sent to " + settings.endpoint + " (IAM " + settings.iam_endpoint + ") with access key " +
+         settings.credentials.access_key_id;
+}
+
 output::Format Context::format() const {
   if (options.json) return output::Format::json;
   auto value = options.output;

@@ -289,6 +289,8 @@ int run(int argc, char** argv, Context& context) {
   }
   // An operator command that fails with an agent's key: say whose key it is (issue 7 §2).
   if (result.error && result.error->kind == ErrorKind::auth) {
+    if (const auto who = context.identity_hint(); !who.empty())
+      result.error->message += " (" + who + ")";
     if (const auto key = context.access_key_in_use()) {
       if (auto hint = workflow::agent_key_hint(*key, std::filesystem::current_path()))
         result.error->message += "; " + *hint;

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace tfork::commands {
@@ -121,6 +122,16 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   if (teardown.exit_code != 0)
     result.error =
         teardown.error.value_or(Error{ErrorKind::other, "Failed", "teardown failed", 0, {}});
+  // Some items refused (403) among others: say which identity and endpoint were refused,
+  // the usual cause being an agent's key or another account's (an all-403 teardown is an
+  // auth error, which cli::run explains the same way).
+  const auto denied = [](const std::optional<Error>& error) {
+    return error && error->kind == ErrorKind::auth;
+  };
+  bool any_denied = std::ranges::any_of(teardown.forks, [&](auto& i) { return denied(i.error); }) ||
+                    std::ranges::any_of(teardown.keys, [&](auto& i) { return denied(i.error); });
+  if (any_denied && result.error && result.error->kind != ErrorKind::auth)
+    result.error->message += "; access was denied (" + context.identity_hint() + ")";
   return result;
 }
 

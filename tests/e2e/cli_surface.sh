@@ -144,6 +144,17 @@ check_contains "no credentials: what was tried" "$(stderr)" "Tried, in order"
 check_contains "no credentials: a command that returns" "$(stderr)" "> tfork.env & then . ./tfork.env"
 check_not_contains "no credentials: no bare eval" "$(stderr)" 'eval "$(tfork serve'
 
+step "a refused teardown names the endpoint and the access key in use"
+expect_rc "fork create den" 0 fork create data -n 2 --prefix den --manifest "$WORK/den.json"
+agent_ak=$(json_get 'd["forks"][0]["access_key_id"]' <"$WORK/den.json")
+agent_sk=$(json_get 'd["forks"][0]["secret_access_key"]' <"$WORK/den.json")
+AWS_ACCESS_KEY_ID=$agent_ak AWS_SECRET_ACCESS_KEY=$agent_sk expect_rc "teardown with an agent's key" 2 \
+  teardown den-2
+check_contains "403: the endpoint" "$(stderr)" "sent to $ENDPOINT"
+check_contains "403: the key id" "$(stderr)" "with access key $agent_ak"
+check_not_contains "403: never the secret" "$(stderr)" "$agent_sk"
+expect_rc "teardown den" 0 teardown --manifest "$WORK/den.json"
+
 step "--dry-run shows in the table what would be sent, secrets never"
 expect_rc "fork create --dry-run" 0 fork create data -n 2 --prefix dry --dry-run
 check_contains "dry-run: the snapshot's name" "$(stdout)" "X-Tigris-Snapshot: true; name=tfork dry"

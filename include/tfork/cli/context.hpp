@@ -60,6 +60,9 @@ class Context {
   const Environment& env() const { return env_; }
   const Config& config();
   tigris::Client& client();  // resolves credentials on first use
+  // "sent to <endpoint> (IAM <iam endpoint>) with access key <id>": for an access-denied
+  // error, which identity and which service said no; "" before any request was prepared.
+  std::string identity_hint() const;
   // The access key id the client signs with, when a client was made (never resolves one).
   std::optional<std::string> access_key_in_use() const;
 
