@@ -25,16 +25,6 @@ std::unexpected<S3Error> error(Err id, std::string message = {}) {
   return std::unexpected(make_error(id, std::move(message)));
 }
 
-template <class T>
-std::string big_endian(T value) {
-  std::string out(sizeof(T), '\0');
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    out[sizeof(T) - 1 - i] = static_cast<char>(value & 0xff);
-    value >>= 8;
-  }
-  return out;
-}
-
 constexpr std::array<std::string_view, 5> k_algorithms = {"crc32", "crc32c", "crc64nvme", "sha1",
                                                           "sha256"};
 
@@ -60,8 +50,8 @@ struct SpoolFile::Running {
   }
   std::string finish() {
     if (algorithm == "crc32" || algorithm == "crc32c")
-      return crypto::base64_encode(big_endian(static_cast<std::uint32_t>(crc)));
-    if (algorithm == "crc64nvme") return crypto::base64_encode(big_endian(crc));
+      return crypto::base64_encode(crypto::big_endian(static_cast<std::uint32_t>(crc)));
+    if (algorithm == "crc64nvme") return crypto::base64_encode(crypto::big_endian(crc));
     return crypto::base64_encode(digest->finish());
   }
 };

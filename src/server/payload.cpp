@@ -10,16 +10,6 @@
 namespace tfork::server {
 namespace {
 
-template <class T>
-std::string big_endian(T value) {
-  std::string out(sizeof(T), '\0');
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    out[sizeof(T) - 1 - i] = static_cast<char>(value & 0xff);
-    value >>= 8;
-  }
-  return out;
-}
-
 // The algorithms of x-amz-checksum-*, with their raw digest sizes.
 struct ChecksumAlgorithm {
   std::string_view name;
@@ -44,11 +34,11 @@ std::string upper(std::string_view text) {
 std::string checksum_of(std::string_view algorithm, std::string_view data) {
   std::string raw;
   if (algorithm == "crc32") {
-    raw = big_endian(crypto::crc32(data));
+    raw = crypto::big_endian(crypto::crc32(data));
   } else if (algorithm == "crc32c") {
-    raw = big_endian(crypto::crc32c(data));
+    raw = crypto::big_endian(crypto::crc32c(data));
   } else if (algorithm == "crc64nvme") {
-    raw = big_endian(crypto::crc64nvme(data));
+    raw = crypto::big_endian(crypto::crc64nvme(data));
   } else if (algorithm == "sha1") {
     raw = crypto::sha1(data);
   } else if (algorithm == "sha256") {

@@ -46,4 +46,16 @@ class Digest {
 std::string random_hex(std::size_t bytes);
 std::string random_alnum(std::size_t length);
 
+// The bytes of an unsigned integer, most significant first (a CRC as x-amz-checksum-* carries
+// it before base64).
+template <class T>
+std::string big_endian(T value) {
+  std::string out(sizeof(T), '\0');
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[sizeof(T) - 1 - i] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+  return out;
+}
+
 }  // namespace tfork::crypto
