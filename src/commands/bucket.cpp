@@ -260,8 +260,9 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   rm->footer(
       "Each bucket is reported as deleted, not-found (nothing to do) or failed; a bucket that\n"
       "has forks is refused, naming its forks. Exit 0 when every bucket is deleted or some\n"
-      "are and the rest were not found; 3 when none of them exists; when one bucket failed,\n"
-      "or all failed for one reason, that error's exit code; otherwise 7." +
+      "are and the rest were not found; 3 when none of them exists; when every bucket failed\n"
+      "for one reason (one bucket named, say), that error's exit code; when only some failed,\n"
+      "or for different reasons, 7." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("NAME", rm_options->names, "Buckets to delete")->required();
   rm->add_flag("--force", rm_options->force,

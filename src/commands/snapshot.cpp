@@ -216,9 +216,9 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   auto* rm = snapshot->add_subcommand("rm", "Delete snapshots, in parallel (DeleteBucketSnapshot)");
   rm->footer(
       "Each version is reported as deleted, not-found (nothing to do) or failed. Exit 0 when\n"
-      "some are deleted and the rest were not found; 3 when none of them exists; when one\n"
-      "failed, or all failed for one reason, that error's exit code;\n"
-      "otherwise 7." +
+      "some are deleted and the rest were not found; 3 when none of them exists; when\n"
+      "every version failed for one reason (one version named, say), that error's exit code;\n"
+      "when only some failed, or for different reasons, 7." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("BUCKET", rm_options->bucket, "Bucket the snapshots belong to")->required();
   rm->add_option("VERSION", rm_options->versions, "Snapshot versions (see tfork snapshot ls)")

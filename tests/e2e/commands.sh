@@ -11,15 +11,6 @@ start_server
 OUT="$WORK/out"
 mkdir -p "$OUT"
 
-# expect_rc WHAT EXPECTED CMD...: runs CMD (stdout to $OUT/stdout, stderr to $OUT/stderr).
-expect_rc() {
-  local what=$1 expected=$2 rc=0
-  shift 2
-  [[ $1 == tf ]] && set -- "$TFORK" "${@:2}"
-  timeout 60 "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
-  [[ $rc == "$expected" ]] ||
-    fail "$what: exit $rc, expected $expected; stdout: $(head -c 1000 "$OUT/stdout"); stderr: $(head -c 1000 "$OUT/stderr")"
-}
 
 # check_doc WHAT PYTHON-ASSERTIONS: parses $OUT/stdout as ONE JSON document (d) and runs the
 # assertions; keys(x) is the list of x's field names in document order.
@@ -34,7 +25,7 @@ exec(sys.argv[2])
 PY
 }
 
-tf() { "$TFORK" "$@"; }
+tf() { timeout 60 "$TFORK" "$@"; }
 
 # ---- help and version
 

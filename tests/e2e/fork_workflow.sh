@@ -14,14 +14,6 @@ cd "$WORK"
 OUT="$WORK/out"
 mkdir -p "$OUT"
 
-# expect_rc WHAT EXPECTED CMD...: runs CMD (stdout to $OUT/stdout, stderr to $OUT/stderr).
-expect_rc() {
-  local what=$1 expected=$2 rc=0
-  shift 2
-  "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
-  [[ $rc == "$expected" ]] ||
-    fail "$what: exit $rc, expected $expected; stderr: $(head -c 2000 "$OUT/stderr")"
-}
 
 # keys_named PATTERN: ids of the server's access keys whose name matches the shell PATTERN
 # (raw IAM ListAccessKeys through curl, so not through tfork's own code).

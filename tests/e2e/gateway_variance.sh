@@ -12,14 +12,6 @@ require_cmd /usr/bin/python3
 OUT="$WORK/out"
 mkdir -p "$OUT"
 
-# expect_rc WHAT EXPECTED CMD...: runs CMD (stdout to $OUT/stdout, stderr to $OUT/stderr).
-expect_rc() {
-  local what=$1 expected=$2 rc=0
-  shift 2
-  "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
-  [[ $rc == "$expected" ]] ||
-    fail "$what: exit $rc, expected $expected; stderr: $(head -c 3000 "$OUT/stderr"); stdout: $(head -c 2000 "$OUT/stdout")"
-}
 
 # boto PYTHON: runs a boto3 script with `s3`, `root` (credentials) and `endpoint` defined.
 boto() {

@@ -24,6 +24,7 @@
 #   header_value NAME          a response header of the last s3 call (case-insensitive)
 #   xml_value TAG              the first <TAG>…</TAG> of the last S3_BODY
 #   json_get EXPR < JSON       a Python expression over the parsed document `d`
+#   expect_rc WHAT CODE CMD... runs CMD, output in $OUT/stdout and $OUT/stderr, fails unless exit CODE
 #   step, skip, fail, check_eq, check_contains, check_not_contains, check_status, check_code
 #
 # Exit codes: 0 pass, 1 fail, 125 skipped (reason on stderr).
@@ -59,6 +60,19 @@ fail() {
   printf 'FAIL %s: %s\n' "$TEST_NAME" "$*" >&2
   server_log_tail
   exit 1
+}
+
+# expect_rc WHAT CODE COMMAND [ARG...]: runs COMMAND (a program or a shell function) with its
+# stdout and stderr in $OUT/stdout and $OUT/stderr (OUT defaults to $WORK/out); fails unless
+# it exits CODE, quoting the start of both.
+expect_rc() {
+  local what=$1 expected=$2 rc=0
+  shift 2
+  OUT=${OUT:-$WORK/out}
+  mkdir -p "$OUT"
+  "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
+  [[ $rc == "$expected" ]] ||
+    fail "$what: exit $rc, expected $expected; stdout: $(head -c 2000 "$OUT/stdout"); stderr: $(head -c 3000 "$OUT/stderr")"
 }
 
 check_eq() { # check_eq WHAT EXPECTED ACTUAL
