@@ -5,6 +5,7 @@
 # It builds on lib.sh (server start/stop, assertions, the curl `s3`/`iam` helpers) and adds:
 #   aws_cli ARGS...   /usr/bin/aws pointed at the server (isolated config, no pager, path style)
 #   tfork_cli ARGS... the project's CLI, bounded in time
+#   buckets_named, keys_named PATTERN  what the server holds, listed without tfork's own code
 #   ensure_node       makes sure tests/node/node_modules is installed (npm ci, once)
 #   run_node F.mjs    runs tests/node/F.mjs with the server's environment
 #   md5_of, multipart_etag FILE PART_SIZE
@@ -58,6 +59,40 @@ aws_cli() {
 
 require_aws_cli() {
   [[ -x "$AWS_BIN" ]] || skip "the Debian AWS CLI ($AWS_BIN) is not installed (scripts/bootstrap installs awscli)"
+}
+
+# keys_named PATTERN: ids of the server's access keys whose name matches the shell PATTERN
+# (raw IAM ListAccessKeys through curl, so not through tfork's own code).
+keys_named() {
+  # "?Detailed=": curl 7.88 signs a bare "?Detailed" differently from the server's canonical
+  # query. On any failure the function prints LISTING-FAILED so that no check passes by
+  # accident on an empty answer.
+  local body
+  body=$(curl -sS --fail --aws-sigv4 "aws:amz:auto:s3" --user "$ROOT_AK:$ROOT_SK" -X POST \
+    -H 'Accept: application/json' -H 'Content-Type: application/x-www-form-urlencoded' \
+    --data 'Action=ListAccessKeys&MaxItems=1000' "$ENDPOINT/?Detailed=") || {
+    echo LISTING-FAILED
+    return 0
+  }
+  /usr/bin/python3 -c '
+import fnmatch, json, sys
+for k in json.loads(sys.argv[2]).get("Keys") or []:
+    if fnmatch.fnmatch(k.get("username", ""), sys.argv[1]):
+        print(k["access_key_id"])' "$1" "$body" || echo LISTING-FAILED
+}
+
+# buckets_named PATTERN: the server's buckets matching the shell PATTERN (root credentials).
+buckets_named() {
+  local body
+  body=$(aws_cli s3api list-buckets --output json) || {
+    echo LISTING-FAILED
+    return 0
+  }
+  /usr/bin/python3 -c '
+import fnmatch, json, sys
+for b in json.loads(sys.argv[2] or "{}").get("Buckets") or []:
+    if fnmatch.fnmatch(b["Name"], sys.argv[1]):
+        print(b["Name"])' "$1" "$body" || echo LISTING-FAILED
 }
 
 # tfork_cli ARGS...: the project's CLI with the server's environment, bounded in time.

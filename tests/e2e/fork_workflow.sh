@@ -15,40 +15,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 
 
-# keys_named PATTERN: ids of the server's access keys whose name matches the shell PATTERN
-# (raw IAM ListAccessKeys through curl, so not through tfork's own code).
-keys_named() {
-  # "?Detailed=": curl 7.88 signs a bare "?Detailed" differently from the server's canonical
-  # query. On any failure the function prints LISTING-FAILED so that no check passes by
-  # accident on an empty answer.
-  local body
-  body=$(curl -sS --fail --aws-sigv4 "aws:amz:auto:s3" --user "$ROOT_AK:$ROOT_SK" -X POST \
-    -H 'Accept: application/json' -H 'Content-Type: application/x-www-form-urlencoded' \
-    --data 'Action=ListAccessKeys&MaxItems=1000' "$ENDPOINT/?Detailed=") || {
-    echo LISTING-FAILED
-    return 0
-  }
-  /usr/bin/python3 -c '
-import fnmatch, json, sys
-for k in json.loads(sys.argv[2]).get("Keys") or []:
-    if fnmatch.fnmatch(k.get("username", ""), sys.argv[1]):
-        print(k["access_key_id"])' "$1" "$body" || echo LISTING-FAILED
-}
-
-# buckets_named PATTERN: the server's buckets matching the shell PATTERN (root credentials).
-buckets_named() {
-  local body
-  body=$(aws_cli s3api list-buckets --output json) || {
-    echo LISTING-FAILED
-    return 0
-  }
-  /usr/bin/python3 -c '
-import fnmatch, json, sys
-for b in json.loads(sys.argv[2] or "{}").get("Buckets") or []:
-    if fnmatch.fnmatch(b["Name"], sys.argv[1]):
-        print(b["Name"])' "$1" "$body" || echo LISTING-FAILED
-}
-
 # check_fields WHAT JSON_FILE PYTHON_EXPR FIELDS...: the keys of a JSON object, in order.
 check_fields() {
   local what=$1 file=$2 expr=$3
