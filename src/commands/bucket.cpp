@@ -3,6 +3,7 @@
 
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
+#include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
@@ -15,7 +16,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -222,6 +226,272 @@ std::optional<Error> batch_error(const RemoveResult& result) {
   return workflow::batch_error(failures, result.buckets.size(), "buckets");
 }
 
+// ---- bucket ls
+
+namespace {
+
+output::Json optional_json(const std::optional<std::string>& value) {
+  return value ? output::Json(*value) : output::Json();
+}
+
+output::Json optional_json(const std::optional<bool>& value) {
+  return value ? output::Json(*value) : output::Json();
+}
+
+std::string yes_no(const std::optional<bool>& value) {
+  return value ? (*value ? "yes" : "no") : "-";
+}
+
+}  // namespace
+
+ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string>& forks_of) {
+  ListResult result{forks_of, {}};
+  if (forks_of) {
+    for (auto& fork : fork::run_fork_ls(client, *forks_of).forks) {
+      // Forks are snapshot-enabled by birth (tigris-wire.md §2.6).
+      result.buckets.push_back(
+          {std::move(fork.bucket), std::move(fork.created), true, *forks_of,
+           fork.snapshot.empty() ? std::nullopt : std::optional<std::string>(fork.snapshot),
+           fork.is_fork_parent});
+    }
+    return result;
+  }
+  for (auto& entry : tigris::list_all_buckets(client)) {
+    // ForkInfo is left out where it does not apply (tigris-wire.md §2.8a): no entry, no
+    // parents, no children.
+    const bool parent = entry.has_children.value_or(false);
+    result.buckets.push_back(
+        {std::move(entry.bucket), std::move(entry.created), entry.snapshots_enabled,
+         std::move(entry.source),
+         entry.snapshot && !entry.snapshot->empty() ? std::move(entry.snapshot) : std::nullopt,
+         parent});
+  }
+  std::ranges::sort(result.buckets, output::natural_less, &ListRow::bucket);
+  return result;
+}
+
+output::Json to_json(const ListResult& result) {
+  output::Json buckets = output::Json::array();
+  for (const auto& row : result.buckets) {
+    buckets.push_back(
+        output::Json{{"bucket", row.bucket},
+                     {"created", output::json_time(row.created)},
+                     {"snapshots_enabled", optional_json(row.snapshots_enabled)},
+                     {"fork_source", optional_json(row.fork_source)},
+                     {"fork_source_snapshot", optional_json(row.fork_source_snapshot)},
+                     {"is_fork_parent", optional_json(row.is_fork_parent)}});
+  }
+  return output::Json{{"forks_of", optional_json(result.forks_of)},
+                      {"buckets", std::move(buckets)}};
+}
+
+std::string to_table(const ListResult& result) {
+  output::Table table(
+      {"BUCKET", "SNAPSHOTS", "FORK_SOURCE", "FORK_SNAPSHOT", "FORK_PARENT", "CREATED"});
+  for (const auto& row : result.buckets) {
+    table.row({row.bucket, yes_no(row.snapshots_enabled),
+               output::cell_or_dash(row.fork_source.value_or("")),
+               output::cell_or_dash(row.fork_source_snapshot.value_or("")),
+               yes_no(row.is_fork_parent), output::table_time(row.created)});
+  }
+  return table.render();
+}
+
+// ---- bucket ls --tree
+
+namespace {
+
+constexpr int k_max_tree_depth = 100;  // a server's fork loop must not recurse forever
+
+// A bucket of the tree still to be filled in, and whether the listing said it has forks.
+struct Pending {
+  TreeNode* node;
+  std::optional<bool> has_forks;
+};
+
+bool newer_version(const std::string& a, const std::string& b) {
+  return a.size() != b.size() ? a.size() > b.size() : a > b;
+}
+
+// The snapshots of every bucket of one level: first pages in parallel, the rare further pages
+// by the one pager. The root's failure is the command's (a missing source is exit 3); a fork's
+// is a warning (it may have been deleted since it was listed).
+std::vector<std::vector<tigris::Snapshot>> level_snapshots(tigris::Client& client,
+                                                           const std::vector<Pending>& level,
+                                                           bool root, std::size_t concurrency) {
+  std::vector<tigris::Operation> operations;
+  for (const auto& pending : level)
+    operations.push_back(tigris::list_snapshots(pending.node->bucket, "", 0));
+  const auto answers = client.send_all(operations, concurrency);
+  std::vector<std::vector<tigris::Snapshot>> out(level.size());
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const auto& bucket = level[i].node->bucket;
+    try {
+      if (auto error = tigris::error_from_result(answers[i], "ListBucketSnapshots")) {
+        if (root && error->kind == ErrorKind::not_found)
+          error->message = "bucket " + bucket + " does not exist";
+        throw TforkError(std::move(*error));
+      }
+      auto page = tigris::parse_snapshot_list(*answers[i]);
+      if (!page)
+        throw TforkError(ErrorKind::other, "InvalidResponse",
+                         "ListBucketSnapshots: " + page.error());
+      out[i] = page->continuation_token.empty() || page->snapshots.empty()
+                   ? std::move(page->snapshots)
+                   : tigris::list_all_snapshots(client, bucket);
+    } catch (const TforkError& failure) {
+      if (root) throw;
+      if (failure.error().kind != ErrorKind::not_found)
+        spdlog::warn("could not list the snapshots of {}: {}", output::printable(bucket),
+                     failure.what());
+    }
+    std::ranges::stable_sort(
+        out[i], [](const auto& a, const auto& b) { return newer_version(a.version, b.version); });
+  }
+  return out;
+}
+
+// Hangs `forks` under `node`: each under the snapshot it was made from (a node marked unlisted
+// when that snapshot is not among `snapshots`), or under the bucket itself when the listing
+// names no snapshot. Returns the new nodes, to be filled in on the next level.
+std::vector<Pending> attach(TreeNode& node, std::vector<tigris::Snapshot> snapshots,
+                            std::vector<tigris::FoundFork> forks, std::set<std::string>& seen) {
+  for (auto& snapshot : snapshots)
+    node.snapshots.push_back({std::move(snapshot), true, {}});
+  std::ranges::sort(forks, output::natural_less, &tigris::FoundFork::bucket);
+  for (const auto& fork : forks) {
+    if (!seen.insert(fork.bucket).second) continue;  // listed twice, or a loop
+    TreeNode child{fork.bucket, fork.created, {}, {}};
+    if (fork.snapshot.empty()) {
+      node.forks.push_back(std::move(child));
+      continue;
+    }
+    auto at = std::ranges::find(node.snapshots, fork.snapshot,
+                                [](const TreeSnapshot& s) { return s.snapshot.version; });
+    if (at == node.snapshots.end()) {
+      node.snapshots.push_back({{fork.snapshot, std::nullopt, ""}, false, {}});
+      at = node.snapshots.end() - 1;
+    }
+    at->forks.push_back(std::move(child));
+  }
+  std::ranges::stable_sort(node.snapshots, [](const auto& a, const auto& b) {
+    return newer_version(a.snapshot.version, b.snapshot.version);
+  });
+  // The nodes are in place now: pointers to them stay valid while their own children grow.
+  std::map<std::string, std::optional<bool>> parent_of;
+  for (const auto& fork : forks)
+    parent_of.emplace(fork.bucket, fork.is_fork_parent);
+  std::vector<Pending> next;
+  for (auto& snapshot : node.snapshots)
+    for (auto& child : snapshot.forks)
+      next.push_back({&child, parent_of[child.bucket]});
+  for (auto& child : node.forks)
+    next.push_back({&child, parent_of[child.bucket]});
+  return next;
+}
+
+}  // namespace
+
+TreeNode run_bucket_tree(tigris::Client& client, const std::string& source,
+                         std::size_t concurrency) {
+  TreeNode root{source, "", {}, {}};
+  std::set<std::string> seen{source};
+  std::vector<Pending> level{{&root, std::nullopt}};
+  for (int depth = 0; !level.empty() && depth < k_max_tree_depth; ++depth) {
+    auto snapshots = level_snapshots(client, level, depth == 0, concurrency);
+    std::vector<Pending> next;
+    for (std::size_t i = 0; i < level.size(); ++i) {
+      std::vector<tigris::FoundFork> forks;
+      // A listing that says "no children" is believed; one that does not say is asked.
+      if (level[i].has_forks != false) {
+        try {
+          forks = tigris::find_forks(client, level[i].node->bucket);
+        } catch (const TforkError& failure) {
+          if (depth == 0) throw;
+          spdlog::warn("could not list the forks of {}: {}",
+                       output::printable(level[i].node->bucket), failure.what());
+        }
+      }
+      auto children = attach(*level[i].node, std::move(snapshots[i]), std::move(forks), seen);
+      next.insert(next.end(), children.begin(), children.end());
+    }
+    level = std::move(next);
+  }
+  return root;
+}
+
+output::Json to_json(const TreeNode& tree) {
+  output::Json snapshots = output::Json::array();
+  for (const auto& node : tree.snapshots) {
+    output::Json forks = output::Json::array();
+    for (const auto& fork : node.forks)
+      forks.push_back(to_json(fork));
+    const auto& snapshot = node.snapshot;
+    snapshots.push_back(
+        output::Json{{"version", snapshot.version},
+                     {"name", snapshot.name ? output::Json(*snapshot.name) : output::Json()},
+                     {"created", output::json_time(snapshot.created)},
+                     {"listed", node.listed},
+                     {"forks", std::move(forks)}});
+  }
+  output::Json forks = output::Json::array();
+  for (const auto& fork : tree.forks)
+    forks.push_back(to_json(fork));
+  return output::Json{{"bucket", tree.bucket},
+                      {"created", output::json_time(tree.created)},
+                      {"snapshots", std::move(snapshots)},
+                      {"forks", std::move(forks)}};
+}
+
+namespace {
+
+std::string bucket_label(const TreeNode& node) {
+  auto label = output::printable(node.bucket);
+  if (!node.created.empty()) label += "  created " + output::table_time(node.created);
+  return label;
+}
+
+std::string snapshot_label(const TreeSnapshot& node) {
+  auto label = "snapshot " + output::printable(node.snapshot.version);
+  if (node.snapshot.name) label += " \"" + output::printable(*node.snapshot.name) + "\"";
+  if (!node.listed) return label + "  (no longer listed)";
+  if (!node.snapshot.created.empty())
+    label += "  taken " + output::table_time(node.snapshot.created);
+  return label;
+}
+
+void draw(const TreeNode& node, const std::string& prefix, std::string& out) {
+  // One line per child: the snapshots (each with its forks below it), then the forks whose
+  // snapshot is not known.
+  const auto count = node.snapshots.size() + node.forks.size();
+  std::size_t index = 0;
+  auto branch = [&](const std::string& label) {
+    const bool last = ++index == count;
+    out += prefix + (last ? "└── " : "├── ") + label + "\n";
+    return prefix + (last ? "    " : "│   ");
+  };
+  for (const auto& snapshot : node.snapshots) {
+    const auto inner = branch(snapshot_label(snapshot));
+    for (std::size_t i = 0; i < snapshot.forks.size(); ++i) {
+      const bool last = i + 1 == snapshot.forks.size();
+      out += inner + (last ? "└── " : "├── ") + bucket_label(snapshot.forks[i]) + "\n";
+      draw(snapshot.forks[i], inner + (last ? "    " : "│   "), out);
+    }
+  }
+  for (const auto& fork : node.forks) {
+    const auto inner = branch(bucket_label(fork) + "  (snapshot not known)");
+    draw(fork, inner, out);
+  }
+}
+
+}  // namespace
+
+std::string to_table(const TreeNode& tree) {
+  std::string out = bucket_label(tree) + "\n";
+  draw(tree, "", out);
+  return out;
+}
+
 }  // namespace tfork::commands::bucket
 
 namespace tfork::commands {
@@ -287,6 +557,40 @@ void register_bucket(CLI::App& root, cli::Context& context) {
                                       context.progress_enabled());
     auto outcome = cli::document(to_json(result), to_table(result));
     outcome.error = batch_error(result);
+    return outcome;
+  });
+
+  struct ListOptions {
+    std::optional<std::string> forks_of;
+    bool tree = false;
+  };
+  auto ls_options = std::make_shared<ListOptions>();
+  auto* ls = bucket->add_subcommand(
+      "ls", "List buckets with their fork information (ListBuckets with IncludeForkInfo)");
+  ls->footer(
+      "Each bucket with whether snapshots are on, the bucket and snapshot it was forked from,\n"
+      "and whether it has forks. --forks-of S lists only the forks of S (ListBuckets with\n"
+      "X-Tigris-Fork). --tree --forks-of S draws the fork tree of S: its snapshots, the forks\n"
+      "made from each, their snapshots and forks in turn (with -o json, one nested\n"
+      "document). Exit 3 when S does not exist." +
+      std::string("\n\n") + ls->get_footer());
+  ls->add_option("--forks-of", ls_options->forks_of, "List only the forks of this bucket");
+  ls->add_flag("--tree", ls_options->tree,
+               "Draw the fork tree of the --forks-of bucket: snapshots, forks, forks of forks");
+  cli::on_run(*ls, context, [&context, ls_options] {
+    if (ls_options->forks_of) cli::require_bucket_name(*ls_options->forks_of, "--forks-of bucket");
+    if (ls_options->tree) {
+      if (!ls_options->forks_of)
+        usage_error("--tree draws the fork tree of one bucket: name it with --forks-of S");
+      const auto tree = run_bucket_tree(context.client(), *ls_options->forks_of,
+                                        static_cast<std::size_t>(context.options.concurrency));
+      return cli::document(to_json(tree), to_table(tree));
+    }
+    const auto result = run_bucket_ls(context.client(), ls_options->forks_of);
+    auto outcome = cli::document(to_json(result), to_table(result));
+    if (result.buckets.empty())
+      outcome.notice =
+          result.forks_of ? "No forks of bucket " + *result.forks_of + "." : "No buckets.";
     return outcome;
   });
 

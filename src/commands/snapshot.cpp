@@ -8,12 +8,16 @@
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/paging.hpp"
+#include "tfork/workflow/duration.hpp"
 #include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,13 +72,50 @@ std::string to_table(const TakeResult& result) {
 
 // ---- snapshot ls
 
+ForkCounts count_forks(tigris::Client& client, const std::string& bucket) {
+  ForkCounts counts;
+  for (const auto& fork : tigris::find_forks(client, bucket))
+    if (!fork.snapshot.empty()) ++counts[fork.snapshot];
+  return counts;
+}
+
+namespace {
+
+std::vector<tigris::Snapshot> newest_first(std::vector<tigris::Snapshot> snapshots) {
+  std::ranges::stable_sort(
+      snapshots, [](const auto& a, const auto& b) { return newer(a.version, b.version); });
+  return snapshots;
+}
+
+output::Json count_json(const std::optional<int>& count) {
+  return count ? output::Json(*count) : output::Json();
+}
+
+std::string count_cell(const std::optional<int>& count) {
+  return count ? std::to_string(*count) : std::string("-");
+}
+
+std::optional<int> count_of(const std::optional<ForkCounts>& counts, const std::string& version) {
+  if (!counts) return std::nullopt;
+  const auto it = counts->find(version);
+  return it == counts->end() ? 0 : it->second;
+}
+
+}  // namespace
+
 ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options) {
   ListResult result{options.bucket,
-                    tigris::list_all_snapshots(client, options.bucket, options.limit)};
-  std::ranges::stable_sort(
-      result.snapshots, [](const auto& a, const auto& b) { return newer(a.version, b.version); });
+                    newest_first(tigris::list_all_snapshots(client, options.bucket, options.limit)),
+                    std::nullopt};
   if (options.limit > 0 && static_cast<int>(result.snapshots.size()) > options.limit)
     result.snapshots.resize(static_cast<std::size_t>(options.limit));
+  if (result.snapshots.empty()) return result;
+  try {
+    result.forks = count_forks(client, options.bucket);
+  } catch (const TforkError& failure) {
+    spdlog::warn("could not list the forks of {} to count them per snapshot: {}",
+                 output::printable(options.bucket), failure.what());
+  }
   return result;
 }
 
@@ -84,16 +125,18 @@ output::Json to_json(const ListResult& result) {
     snapshots.push_back(
         output::Json{{"version", snapshot.version},
                      {"name", snapshot.name ? output::Json(*snapshot.name) : output::Json()},
-                     {"created", output::json_time(snapshot.created)}});
+                     {"created", output::json_time(snapshot.created)},
+                     {"forks", count_json(count_of(result.forks, snapshot.version))}});
   }
   return output::Json{{"bucket", result.bucket}, {"snapshots", std::move(snapshots)}};
 }
 
 std::string to_table(const ListResult& result) {
-  output::Table table({"VERSION", "NAME", "CREATED"});
+  output::Table table({"VERSION", "NAME", "CREATED", "FORKS"});
   for (const auto& snapshot : result.snapshots) {
     table.row({snapshot.version, output::cell_or_dash(snapshot.name.value_or("")),
-               output::table_time(snapshot.created)});
+               output::table_time(snapshot.created),
+               count_cell(count_of(result.forks, snapshot.version))});
   }
   return table.render();
 }
@@ -171,6 +214,122 @@ std::optional<Error> batch_error(const RemoveResult& result) {
   return workflow::batch_error(failures, result.versions.size(), "snapshots");
 }
 
+// ---- snapshot prune
+
+void check(const PruneOptions& options) {
+  cli::require_bucket_name(options.bucket);
+  if (options.keep_last && options.older_than)
+    usage_error("--keep-last and --older-than do not go together: prune by one rule at a time");
+  if (!options.keep_last && !options.older_than)
+    usage_error("say which snapshots to prune: --keep-last N or --older-than DURATION");
+  if (options.keep_last && *options.keep_last < 0) usage_error("--keep-last must be 0 or more");
+}
+
+namespace {
+
+// When a snapshot was taken: its CreationDate, else its version (ns since 1970, tigris-wire
+// §1.4); nullopt when neither can be read (such a snapshot is never taken for an old one).
+std::optional<std::int64_t> taken_ns(const tigris::Snapshot& snapshot) {
+  if (auto ns = output::unix_ns(snapshot.created)) return ns;
+  if (!tigris::is_snapshot_version(snapshot.version)) return std::nullopt;
+  return std::stoll(snapshot.version);
+}
+
+}  // namespace
+
+PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& options,
+                               std::chrono::system_clock::time_point now, std::size_t concurrency,
+                               bool dry_run, bool progress) {
+  const auto snapshots = newest_first(tigris::list_all_snapshots(client, options.bucket));
+  std::vector<tigris::Snapshot> selected;
+  if (options.keep_last) {
+    const auto keep = static_cast<std::size_t>(*options.keep_last);
+    if (snapshots.size() > keep) selected.assign(snapshots.begin() + keep, snapshots.end());
+  } else {
+    const auto cutoff =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count() -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(*options.older_than).count();
+    for (const auto& snapshot : snapshots) {
+      const auto taken = taken_ns(snapshot);
+      if (taken && *taken < cutoff) selected.push_back(snapshot);
+    }
+  }
+  PruneResult result{options.bucket, dry_run, {}};
+  if (selected.empty()) return result;
+
+  // With --unused the fork listing decides what is safe: without it, nothing is deleted.
+  // Without --unused the counts are only shown, so a failed listing is a warning.
+  std::optional<ForkCounts> forks;
+  if (options.unused) {
+    forks = count_forks(client, options.bucket);
+  } else {
+    try {
+      forks = count_forks(client, options.bucket);
+    } catch (const TforkError& failure) {
+      spdlog::warn("could not list the forks of {}: {}", output::printable(options.bucket),
+                   failure.what());
+    }
+  }
+
+  RemoveOptions deletes{options.bucket, {}};
+  std::vector<std::size_t> deleted_at;  // the item of each delete
+  for (auto& snapshot : selected) {
+    PruneItem item{snapshot, count_of(forks, snapshot.version), {}};
+    if (options.unused && item.forks.value_or(0) > 0) {
+      item.outcome.status = "kept";
+    } else {
+      item.outcome.status = dry_run ? "would-delete" : "deleted";
+      deleted_at.push_back(result.snapshots.size());
+      deletes.versions.push_back(snapshot.version);
+    }
+    result.snapshots.push_back(std::move(item));
+  }
+  if (dry_run || deletes.versions.empty()) return result;
+  auto removed = run_snapshot_rm(client, deletes, concurrency, progress);
+  for (std::size_t i = 0; i < removed.versions.size(); ++i)
+    result.snapshots[deleted_at[i]].outcome = std::move(removed.versions[i].outcome);
+  return result;
+}
+
+output::Json to_json(const PruneResult& result) {
+  output::Json snapshots = output::Json::array();
+  for (const auto& item : result.snapshots) {
+    const auto& snapshot = item.snapshot;
+    snapshots.push_back(output::item_json(
+        output::Json{{"version", snapshot.version},
+                     {"name", snapshot.name ? output::Json(*snapshot.name) : output::Json()},
+                     {"created", output::json_time(snapshot.created)},
+                     {"forks", count_json(item.forks)}},
+        item.outcome));
+  }
+  return output::Json{
+      {"bucket", result.bucket}, {"dry_run", result.dry_run}, {"snapshots", std::move(snapshots)}};
+}
+
+std::string to_table(const PruneResult& result) {
+  output::Table table({"VERSION", "NAME", "CREATED", "FORKS", "STATUS", "ERROR"});
+  for (const auto& item : result.snapshots) {
+    const auto& snapshot = item.snapshot;
+    auto status = output::status_cell(item.outcome.status);
+    if (item.outcome.status == "kept") status = "kept (forks use it)";
+    table.row({snapshot.version, output::cell_or_dash(snapshot.name.value_or("")),
+               output::table_time(snapshot.created), count_cell(item.forks), status,
+               output::item_error_text(item.outcome)});
+  }
+  return table.render();
+}
+
+std::optional<Error> batch_error(const PruneResult& result) {
+  std::vector<const Error*> failures;
+  std::size_t deletes = 0;
+  for (const auto& item : result.snapshots) {
+    if (item.outcome.status == "kept" || item.outcome.status == "would-delete") continue;
+    ++deletes;
+    if (item.outcome.error) failures.push_back(&*item.outcome.error);
+  }
+  return workflow::batch_error(failures, deletes, "snapshots");
+}
+
 }  // namespace tfork::commands::snapshot
 
 namespace tfork::commands {
@@ -209,6 +368,57 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
     const auto result = run_snapshot_ls(context.client(), *ls_options);
     auto outcome = cli::document(to_json(result), to_table(result));
     if (result.snapshots.empty()) outcome.notice = "No snapshots of bucket " + result.bucket + ".";
+    return outcome;
+  });
+
+  struct PruneArgs {
+    PruneOptions options;
+    std::optional<int> keep_last;
+    std::string older_than;
+  };
+  auto prune_args = std::make_shared<PruneArgs>();
+  auto* prune = snapshot->add_subcommand(
+      "prune", "Delete old snapshots, in parallel (ListBucketSnapshots + DeleteBucketSnapshot)");
+  prune->footer(
+      "Say which with exactly one of --keep-last N (all but the N newest; 0: all) and\n"
+      "--older-than DURATION (taken more than DURATION ago: 90s, 30m, 12h, 7d, 2w). With\n"
+      "--unused a snapshot that an existing fork of BUCKET was made from is kept (the FORKS\n"
+      "column of tfork snapshot ls); without it, such a snapshot is deleted like any other\n"
+      "(its forks stay, but the source as it was then may no longer be readable). --dry-run\n"
+      "lists what would be deleted and deletes nothing. Each snapshot is reported as\n"
+      "deleted, not-found (nothing to do), kept or failed. Exit 0 when nothing failed\n"
+      "(nothing to prune too); 3 when BUCKET does not exist; 64 for a bad option (nothing\n"
+      "is sent); when one delete failed, or all failed for one reason, that error's exit\n"
+      "code; otherwise 7." +
+      std::string("\n\n") + prune->get_footer());
+  prune->add_option("BUCKET", prune_args->options.bucket, "Bucket whose snapshots to prune")
+      ->required();
+  prune->add_option("--keep-last", prune_args->keep_last, "Keep the N newest snapshots")
+      ->check(cli::whole_number("--keep-last", 0, 1'000'000));
+  prune->add_option("--older-than", prune_args->older_than,
+                    "Delete the snapshots taken more than DURATION ago (e.g. 12h, 7d)");
+  prune->add_flag("--unused", prune_args->options.unused,
+                  "Keep every snapshot that an existing fork was made from");
+  cli::on_run(*prune, context, [&context, prune_args] {
+    auto& options = prune_args->options;
+    options.keep_last = prune_args->keep_last;
+    if (!prune_args->older_than.empty()) {
+      options.older_than = workflow::parse_duration(prune_args->older_than);
+      if (!options.older_than)
+        usage_error("--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d (got '" +
+                    prune_args->older_than + "')");
+    }
+    check(options);
+    const auto result =
+        run_snapshot_prune(context.client(), options, std::chrono::system_clock::now(),
+                           static_cast<std::size_t>(context.options.concurrency),
+                           context.options.dry_run, context.progress_enabled());
+    auto outcome = cli::document(to_json(result), to_table(result));
+    if (result.snapshots.empty())
+      outcome.notice = "Nothing to prune: no snapshot of " + result.bucket + " matches.";
+    else if (result.dry_run)
+      outcome.notice = "Dry run: nothing was deleted.";
+    outcome.error = batch_error(result);
     return outcome;
   });
 

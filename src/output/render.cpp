@@ -177,6 +177,10 @@ std::string format_seconds(std::int64_t ns, char separator, std::string_view zon
 
 }  // namespace
 
+std::optional<std::int64_t> unix_ns(std::string_view rfc3339) {
+  return parse_rfc3339_ns(rfc3339);
+}
+
 std::string normalise_rfc3339(std::string_view text) {
   const auto ns = parse_rfc3339_ns(text);
   return ns ? rfc3339_from_ns(*ns) : std::string(text);

@@ -90,9 +90,10 @@ Operation list_forks(std::string_view source) {
   return op;
 }
 
-Operation list_buckets_with_fork_info(std::string_view continuation_token) {
+Operation list_buckets_with_fork_info(std::string_view continuation_token, bool include_type) {
   Operation op{.name = "ListBuckets", .method = "GET"};
   op.query.emplace_back("IncludeForkInfo", "true");
+  if (include_type) op.query.emplace_back("IncludeTypeInfo", "true");
   if (!continuation_token.empty())
     op.query.emplace_back("continuation-token", std::string(continuation_token));
   op.headers.emplace_back("Accept", "application/json");
@@ -172,8 +173,14 @@ std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response
     ForkEntry entry;
     entry.bucket = text(item, "Name");
     entry.created = text(item, "CreationDate");
+    if (const auto type = text(item, "Type"); type == "Snapshot" || type == "Regular")
+      entry.snapshots_enabled = type == "Snapshot";
     if (const auto info = item.find("ForkInfo"); info != item.end() && info->is_object()) {
       page.has_fork_info = true;
+      entry.has_fork_info = true;
+      if (const auto children = info->find("HasChildren");
+          children != info->end() && children->is_boolean())
+        entry.has_children = children->get<bool>();
       if (const auto parents = info->find("Parents");
           parents != info->end() && parents->is_array()) {
         for (const auto& parent : *parents) {
@@ -200,7 +207,8 @@ void collect_forks(const ForkPage& page, std::string_view source, std::vector<Fo
     for (const auto& parent : entry.parents) {
       if (parent.bucket != source) continue;
       forks.push_back({entry.bucket, parent.snapshot,
-                       entry.created.empty() ? parent.fork_created : entry.created});
+                       entry.created.empty() ? parent.fork_created : entry.created,
+                       entry.has_children});
       break;
     }
   }
@@ -263,6 +271,19 @@ std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
         return true;
       });
   return forks;
+}
+
+std::vector<ForkEntry> list_all_buckets(Client& client) {
+  std::vector<ForkEntry> buckets;
+  page_through(
+      client, [](const std::string& token) { return list_buckets_with_fork_info(token, true); },
+      parse_bucket_list_json,
+      [&](ForkPage& page) {
+        for (auto& entry : page.buckets)
+          buckets.push_back(std::move(entry));
+        return true;
+      });
+  return buckets;
 }
 
 }  // namespace tfork::tigris

@@ -3,8 +3,10 @@
 
 #include "tfork/cli/command.hpp"
 #include "tfork/output/item_status.hpp"
+#include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,54 @@ output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 // The batch exit rule of cli.md §6 (workflow::batch_error).
 std::optional<Error> batch_error(const RemoveResult& result);
+
+// ---- bucket ls (cli.md §10)
+
+struct ListRow {
+  std::string bucket;
+  std::string created;                    // as the server sent it; "" when absent
+  std::optional<bool> snapshots_enabled;  // nullopt: the listing does not say
+  std::optional<std::string> fork_source;
+  std::optional<std::string> fork_source_snapshot;
+  std::optional<bool> is_fork_parent;  // nullopt: the listing does not say
+};
+
+struct ListResult {
+  std::optional<std::string> forks_of;  // --forks-of S
+  std::vector<ListRow> buckets;         // natural order of names
+};
+
+// Without `forks_of`: every bucket (the full listing with IncludeForkInfo, all pages). With
+// it: the forks of that bucket (the one fork listing, tigris::find_forks), exit 3 when it
+// does not exist.
+ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string>& forks_of);
+output::Json to_json(const ListResult& result);
+std::string to_table(const ListResult& result);
+
+// The fork tree of a bucket (--tree): its snapshots, the forks made from each, and theirs in
+// turn. A fork whose snapshot is not in its parent's list hangs from a snapshot node marked
+// unlisted; a fork whose listing names no snapshot hangs from its parent directly.
+struct TreeNode;
+struct TreeSnapshot {
+  tigris::Snapshot snapshot;
+  bool listed = true;           // false: known only from a fork that was made from it
+  std::vector<TreeNode> forks;  // natural order
+};
+struct TreeNode {
+  std::string bucket;
+  std::string created;                  // "" for the root (the listings do not say)
+  std::vector<TreeSnapshot> snapshots;  // newest first
+  std::vector<TreeNode> forks;          // forks whose snapshot is not known
+};
+
+// Level by level: the snapshot listings of one level's buckets in parallel (first pages), and
+// the fork listing of each bucket that has (or may have) forks. Exit 3 when `source` does not
+// exist; a fork that vanished meanwhile is drawn without snapshots.
+TreeNode run_bucket_tree(tigris::Client& client, const std::string& source,
+                         std::size_t concurrency);
+output::Json to_json(const TreeNode& tree);
+// The tree drawn with box-drawing characters, every name made printable (output::printable).
+std::string to_table(const TreeNode& tree);
 
 }  // namespace bucket
 }  // namespace tfork::commands

@@ -6,6 +6,8 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,11 +40,19 @@ struct ListOptions {
   int limit = 0;  // 0: all
 };
 
+// How many existing forks of a bucket were made from each of its snapshots (version -> count),
+// from the one fork listing (tigris::find_forks).
+using ForkCounts = std::map<std::string, int>;
+ForkCounts count_forks(tigris::Client& client, const std::string& bucket);
+
 struct ListResult {
   std::string bucket;
   std::vector<tigris::Snapshot> snapshots;  // newest first
+  std::optional<ForkCounts> forks;          // nullopt: the fork listing failed (FORKS "-")
 };
 
+// The snapshots, then (when there are any) the bucket's forks, counted per snapshot. A failed
+// fork listing is a warning, not a failure: the counts are then absent.
 ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);
@@ -69,6 +79,41 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
 output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 std::optional<Error> batch_error(const RemoveResult& result);
+
+// ---- snapshot prune (cli.md §10)
+
+struct PruneOptions {
+  std::string bucket;
+  std::optional<int> keep_last;                         // keep the N newest
+  std::optional<std::chrono::milliseconds> older_than;  // or: delete those older than this
+  bool unused = false;                                  // never delete one a fork was made from
+};
+
+struct PruneItem {
+  tigris::Snapshot snapshot;
+  std::optional<int> forks;    // existing forks made from it; nullopt when not known
+  output::ItemStatus outcome;  // "deleted" | "not-found" | "failed" | "kept" | "would-delete"
+};
+
+struct PruneResult {
+  std::string bucket;
+  bool dry_run = false;
+  std::vector<PruneItem> snapshots;  // the ones the rule selected, newest first
+};
+
+// Exactly one of --keep-last / --older-than, a valid bucket name, N >= 0: else usage (64),
+// before anything is sent.
+void check(const PruneOptions& options);
+// Lists the snapshots and the forks, selects by the rule (--keep-last: all but the N newest;
+// --older-than: created before now - D), keeps those in use with --unused, and deletes the
+// rest in parallel (run_snapshot_rm), unless `dry_run`, which sends no delete.
+PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& options,
+                               std::chrono::system_clock::time_point now, std::size_t concurrency,
+                               bool dry_run, bool progress = false);
+output::Json to_json(const PruneResult& result);
+std::string to_table(const PruneResult& result);
+// Exit 0 when every selected snapshot was deleted, found gone or kept; else the batch rule.
+std::optional<Error> batch_error(const PruneResult& result);
 
 }  // namespace snapshot
 }  // namespace tfork::commands

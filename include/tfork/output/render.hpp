@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,8 @@ std::string rfc3339_from_ns(std::int64_t ns);
 // The same for a timestamp the server sent in any RFC 3339 form, normalised to UTC "Z";
 // returned unchanged when it cannot be parsed.
 std::string normalise_rfc3339(std::string_view text);
+// Unix nanoseconds of a timestamp in any RFC 3339 form; nullopt when it cannot be parsed.
+std::optional<std::int64_t> unix_ns(std::string_view rfc3339);
 
 // One rule per kind of cell, shared by every renderer (issue 11):
 // * a timestamp is "2026-11-30 09:26:19" (UTC, whole seconds, so a TIME column lines up) in a

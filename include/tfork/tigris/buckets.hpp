@@ -35,7 +35,10 @@ Operation create_fork(std::string_view name, std::string_view source,
                       std::string_view snapshot_version);  // empty: the service snapshots now
 Operation head_bucket(std::string_view bucket);
 Operation list_forks(std::string_view source);  // ListBuckets + X-Tigris-Fork (JSON)
-Operation list_buckets_with_fork_info(std::string_view continuation_token);  // the fallback
+// The full listing with IncludeForkInfo=true (fork ls's fallback; bucket ls, which also asks
+// for each bucket's type with IncludeTypeInfo=true).
+Operation list_buckets_with_fork_info(std::string_view continuation_token,
+                                      bool include_type = false);
 Operation delete_bucket(std::string_view bucket, bool force);
 
 // ---- responses
@@ -71,7 +74,10 @@ struct ForkEntry {
   std::optional<std::string> source;    // ForkInfo.Parents[0].BucketName
   std::optional<std::string> snapshot;  // ForkInfo.Parents[0].Snapshot
   std::string created;
-  std::vector<ForkParent> parents;  // every ForkInfo.Parents[] entry, in order
+  std::vector<ForkParent> parents;        // every ForkInfo.Parents[] entry, in order
+  bool has_fork_info = false;             // the entry carried a ForkInfo object
+  std::optional<bool> has_children;       // ForkInfo.HasChildren, when sent
+  std::optional<bool> snapshots_enabled;  // Type "Snapshot" / "Regular", when sent
 };
 struct ForkPage {
   std::vector<ForkEntry> buckets;
@@ -90,8 +96,9 @@ std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket
 // A fork of `source` as found by find_forks: the entry and the matching parent's snapshot.
 struct FoundFork {
   std::string bucket;
-  std::string snapshot;  // "" when the listing does not say
-  std::string created;   // as the server sent it; "" when absent
+  std::string snapshot;                  // "" when the listing does not say
+  std::string created;                   // as the server sent it; "" when absent
+  std::optional<bool> is_fork_parent{};  // ForkInfo.HasChildren, when the listing says
 };
 // Every fork of `source` (tigris-wire.md §2.8c): the X-Tigris-Fork listing, all pages, keeping
 // entries whose ForkInfo names `source` as a parent. When that listing carries no ForkInfo at
@@ -99,5 +106,9 @@ struct FoundFork {
 // full listing with IncludeForkInfo=true and filtering on Parents[].BucketName == source, as
 // the JS SDK's _legacy.ts does. Throws TforkError on a failed request or an unreadable page.
 std::vector<FoundFork> find_forks(Client& client, std::string_view source);
+
+// Every bucket the credentials may list, with its fork information and type (the full
+// listing with IncludeForkInfo and IncludeTypeInfo, all pages). Throws TforkError.
+std::vector<ForkEntry> list_all_buckets(Client& client);
 
 }  // namespace tfork::tigris
