@@ -4,9 +4,9 @@
 _tfork_subcommands() {
   case "$1" in
     '') echo 'bucket completion fork help run serve snapshot teardown version' ;;
-    'bucket') echo 'create rm set' ;;
+    'bucket') echo 'create ls rm set' ;;
     'fork') echo 'create diff env exec head ls merge rebase' ;;
-    'snapshot') echo 'ls rm take' ;;
+    'snapshot') echo 'ls prune rm take' ;;
   esac
 }
 
@@ -14,6 +14,7 @@ _tfork_options() {
   case "$1" in
     '') echo '-h --help --version -o --output --json --endpoint-url --iam-endpoint-url --profile --region --path-style --virtual-hosted --ca-bundle --no-verify-ssl --concurrency --max-attempts --connect-timeout --read-timeout -v --verbose --debug -q --quiet --no-progress --no-color -y --yes --dry-run' ;;
     'bucket create') echo '--snapshots --exist-ok' ;;
+    'bucket ls') echo '--forks-of --tree' ;;
     'bucket rm') echo '--force' ;;
     'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok' ;;
@@ -24,6 +25,7 @@ _tfork_options() {
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
     'snapshot ls') echo '--limit' ;;
+    'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix --all --older-than --recursive --allow-non-fork --keep-snapshot --delete-snapshot' ;;
   esac
@@ -32,6 +34,7 @@ _tfork_options() {
 _tfork_value_options() {
   case "$1" in
     '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout' ;;
+    'bucket ls') echo '--forks-of' ;;
     'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
     'fork diff') echo '--prefix' ;;
@@ -41,6 +44,7 @@ _tfork_value_options() {
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay' ;;
     'snapshot ls') echo '--limit' ;;
+    'snapshot prune') echo '--keep-last --older-than' ;;
     'snapshot take') echo '--name' ;;
     'teardown') echo '--manifest --source --prefix --older-than' ;;
   esac

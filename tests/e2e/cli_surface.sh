@@ -43,7 +43,7 @@ check_contains "-o json fork lst" "$(stderr)" "'lst' for 'tfork fork'"
 expect_rc "nothing near" 64 tf zzzzzz
 check_eq "nothing near: no guess" "tfork: error: unknown command 'zzzzzz' for 'tfork'" "$(stderr | head -1)"
 expect_rc "a group without its command" 64 tf bucket
-check_contains "bucket alone" "$(stderr)" "'tfork bucket' needs a command: create, rm, set"
+check_contains "bucket alone" "$(stderr)" "'tfork bucket' needs a command: create, rm, ls, set"
 
 step "synonyms: list, delete, remove, new"
 "$TFORK" bucket create data --snapshots >/dev/null

@@ -107,13 +107,14 @@ check_doc "snapshot ls" "
 assert keys(d) == ['bucket', 'snapshots'], keys(d)
 s = d['snapshots']
 assert [x['version'] for x in s] == ['$v2', '$v1'], s
-assert all(keys(x) == ['version', 'name', 'created'] for x in s), s
+assert all(keys(x) == ['version', 'name', 'created', 'forks'] for x in s), s
+assert all(x['forks'] == 0 for x in s), s
 assert s[0]['name'] is None and s[1]['name'] == 'base line', s
 assert all(RFC3339.match(x['created']) for x in s), s"
 expect_rc "snapshot ls --limit 1" 0 tf snapshot ls data-src --limit 1 --json
 check_doc "snapshot ls --limit" "assert [x['version'] for x in d['snapshots']] == ['$v2']"
 expect_rc "snapshot ls table" 0 tf snapshot ls data-src
-check_eq "snapshot ls header" "VERSION              NAME       CREATED" "$(head -n 1 "$OUT/stdout")"
+check_eq "snapshot ls header" "VERSION              NAME       CREATED              FORKS" "$(head -n 1 "$OUT/stdout")"
 expect_rc "snapshot ls empty" 0 tf snapshot ls data-plain --json
 check_doc "snapshot ls empty" 'assert d == {"bucket": "data-plain", "snapshots": []}, d'
 grep -q '"snapshots": \[\]' "$OUT/stdout" || fail "empty list is not []: $(cat "$OUT/stdout")"

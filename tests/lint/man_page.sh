@@ -25,9 +25,11 @@ done <<'COMMANDS'
 bucket create
 bucket rm
 bucket set
+bucket ls
 snapshot take
 snapshot ls
 snapshot rm
+snapshot prune
 fork create
 fork head
 fork ls
