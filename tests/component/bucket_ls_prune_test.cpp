@@ -128,8 +128,8 @@ std::vector<std::string> deleted_versions(const FakeTransport& transport) {
 Account prune_account() {
   Account account;
   account.buckets["data"] = {};
-  account.buckets["fork-a"] = {"data", "1751631910000000002"};
-  account.buckets["fork-a-1"] = {"fork-a", "1751631910000000009"};
+  account.buckets["fork-a"] = {"data", "1751631910000000002", true};
+  account.buckets["fork-a-1"] = {"fork-a", "1751631910000000009", true};
   account.snapshots["data"] = {{"1751631910000000004", "newest", "2026-11-30T11:59:00Z"},
                                {"1751631910000000003", "", "2026-11-30T10:00:00Z"},
                                {"1751631910000000002", "baseline", "2026-11-29T12:00:00Z"},
@@ -369,7 +369,7 @@ TEST_CASE("bucket ls: the full listing with IncludeForkInfo and IncludeTypeInfo,
 TEST_CASE("bucket ls --forks-of: the X-Tigris-Fork listing; a missing source is exit 3",
           "[bucket][ls]") {
   auto account = prune_account();
-  account.buckets["fork-b"] = {"data", ""};
+  account.buckets["fork-b"] = {"data", "", true};
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
 
@@ -403,9 +403,9 @@ TEST_CASE(
     "asked for forks",
     "[bucket][ls][tree]") {
   auto account = prune_account();
-  account.buckets["fork-b"] = {"data", "1751631910000000002"};
-  account.buckets["fork-c"] = {"data", "1751631910000000000"};  // a snapshot no longer listed
-  account.buckets["fork-d"] = {"data", ""};                     // the listing says no snapshot
+  account.buckets["fork-b"] = {"data", "1751631910000000002", true};
+  account.buckets["fork-c"] = {"data", "1751631910000000000", true};  // a snapshot no longer listed
+  account.buckets["fork-d"] = {"data", "", true};  // the listing says no snapshot
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
 
@@ -481,8 +481,8 @@ TEST_CASE(
 
 TEST_CASE("bucket ls --tree: a fork loop from a broken server ends", "[bucket][ls][tree]") {
   Account account;
-  account.buckets["a-1"] = {"a-2", "5"};
-  account.buckets["a-2"] = {"a-1", "6"};
+  account.buckets["a-1"] = {"a-2", "5", true};
+  account.buckets["a-2"] = {"a-1", "6", true};
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
   const auto tree = bucket_cmd::run_bucket_tree(client, "a-1", 4);
