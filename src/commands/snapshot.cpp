@@ -388,8 +388,8 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
       "lists what would be deleted and deletes nothing. Each snapshot is reported as\n"
       "deleted, not-found (nothing to do), kept or failed. Exit 0 when nothing failed\n"
       "(nothing to prune too); 3 when BUCKET does not exist; 64 for a bad option (nothing\n"
-      "is sent); when one delete failed, or all failed for one reason, that error's exit\n"
-      "code; otherwise 7." +
+      "is sent); when every delete failed for one reason, that error's exit code; when only\n"
+      "some failed, or for different reasons, 7." +
       std::string("\n\n") + prune->get_footer());
   prune->add_option("BUCKET", prune_args->options.bucket, "Bucket whose snapshots to prune")
       ->required();
