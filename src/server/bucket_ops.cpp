@@ -70,7 +70,8 @@ nlohmann::ordered_json fork_info(const store::BucketInfo& info) {
 
 // The XML and JSON bucket listings (S3 ListAllMyBucketsResult; tigris-wire §2.8b).
 Response render_buckets(const Context& context, const std::vector<store::BucketInfo>& buckets,
-                        const std::optional<std::string>& continuation, bool always_fork_info) {
+                        const std::optional<std::string>& continuation, bool always_fork_info,
+                        const std::optional<nlohmann::ordered_json>& stats = std::nullopt) {
   if (context.wants_json()) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
     for (const auto& bucket : buckets) {
@@ -87,6 +88,7 @@ Response render_buckets(const Context& context, const std::vector<store::BucketI
     nlohmann::ordered_json body;
     if (continuation) body["ContinuationToken"] = *continuation;
     body["Owner"] = {{"DisplayName", k_owner}, {"ID", k_owner}};
+    if (stats) body["Stats"] = *stats;
     body["Buckets"] = {{"Bucket", std::move(items)}};
     return json_response(200, body.dump());
   }
@@ -103,6 +105,24 @@ Response render_buckets(const Context& context, const std::vector<store::BucketI
   }
   if (continuation) add_text(root, "ContinuationToken", *continuation);
   return xml_response(200, to_string(document));
+}
+
+// IncludeStats=true (tigris-wire §2.8b; what `tigris stat` shows): every bucket the caller
+// sees, not only the page. The local store keeps one visible version per key, so the total
+// and the unique object counts are the same number.
+nlohmann::ordered_json account_stats(const Context& context,
+                                     const std::vector<store::BucketInfo>& buckets) {
+  std::int64_t objects = 0, bytes = 0;
+  for (const auto& bucket : buckets) {
+    const auto stats = context.store.bucket_stats(bucket.name);
+    if (!stats) continue;  // deleted meanwhile
+    objects += stats->objects;
+    bytes += stats->bytes;
+  }
+  return {{"ActiveBuckets", buckets.size()},
+          {"TotalObjects", objects},
+          {"TotalStorageBytes", bytes},
+          {"TotalUniqueObjects", objects}};
 }
 
 // Name-ordered pagination of bucket listings: the token is the last name returned.
@@ -231,9 +251,13 @@ Response list_buckets(Context& context) {
   // A scoped key sees only the buckets it has a role on (server-design §6.9; inference).
   std::erase_if(buckets,
                 [&](const auto& bucket) { return !has_any_role(context.principal, bucket.name); });
+  std::optional<nlohmann::ordered_json> stats;
+  if (context.wants_json() && context.target.has("IncludeStats"))
+    stats = account_stats(context, buckets);
   std::optional<std::string> continuation;
   buckets = page_by_name(context, std::move(buckets), continuation);
-  return render_buckets(context, buckets, continuation, context.target.has("IncludeForkInfo"));
+  return render_buckets(context, buckets, continuation, context.target.has("IncludeForkInfo"),
+                        stats);
 }
 
 Response create_bucket(Context& context) {
@@ -393,16 +417,18 @@ Response bucket_metadata(Context& context) {
   const auto& bucket = context.target.bucket;
   require(context, bucket, Access::read);
   const auto info = check(context.store.head_bucket(bucket), bucket);
-  // tigris-wire §2.8a; the statistics are not tracked and read 0.
+  // tigris-wire §2.8a. The counts are exact here (Tigris estimates them); one visible version
+  // per key, as ListObjectVersions answers, so all-versions and unique rows are equal.
+  const auto stats = check(context.store.bucket_stats(bucket), bucket);
   nlohmann::ordered_json body{{"name", info.name},
                               {"type", info.snapshot_enabled ? 1 : 0},
                               {"storage_class", "STANDARD"},
                               {"object_regions", ""},
                               {"created_at", rfc3339_nano(info.created)}};
   if (info.fork_source || info.has_children) body["ForkInfo"] = fork_info(info);
-  body["estimated_unique_rows"] = 0;
-  body["estimated_size"] = 0;
-  body["estimated_rows"] = 0;
+  body["estimated_unique_rows"] = stats.objects;
+  body["estimated_size"] = stats.bytes;
+  body["estimated_rows"] = stats.objects;
   body["soft_delete"] = {{"enabled", false}};
   body["protection"] = {{"protected", false}};
   return json_response(200, body.dump());

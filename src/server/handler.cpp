@@ -70,6 +70,11 @@ Response dispatch_s3(Context& context) {
 
   if (target.bucket.empty()) {
     if (method == "GET") return list_buckets(context);
+    if (method == "POST" && target.has("func")) {
+      const auto* func = target.get("func");
+      if (*func == "presign") return presign(context);
+      fail(Err::not_implemented, "The function " + *func + " is not supported by tfork serve.");
+    }
     fail(Err::method_not_allowed);
   }
   if (!target.has_key) {
@@ -239,6 +244,7 @@ void log_error(const Request& request, const S3Error& error) {
 bool answers_json(const Request& request, const Target& target) {
   if (request.method == "PATCH" || (!target.has_key && target.has("metadata"))) return true;
   if (!target.bucket.empty()) return false;
+  if (target.has("func")) return true;  // POST /?func=presign and its kind answer JSON
   const auto* accept = request.header("accept");
   return accept && accept->find("application/json") != std::string::npos;
 }
@@ -371,15 +377,21 @@ Response Handler::run(const Request& request, const Admission& admission, Decode
   bool json = admission.json;
   bool iam = false;
   Response response;
+  const auto keys = key_lookup();
   try {
     auto checksums = verify_integrity(request, body);
     if (!checksums) fail(std::move(checksums.error()));
     iam = is_iam_request(request, target, body.data);
     json = json || iam;
-    Context context{request,         target,
-                    store_,          admission.auth->principal,
-                    std::move(body), std::move(*checksums),
-                    admission.now,   variance_};
+    Context context{request,
+                    target,
+                    store_,
+                    admission.auth->principal,
+                    std::move(body),
+                    std::move(*checksums),
+                    admission.now,
+                    variance_,
+                    &keys};
     response = iam ? iam_dispatch(context) : dispatch_s3(context);
   } catch (const S3Exception& e) {
     log_error(request, e.error());

@@ -155,6 +155,22 @@ Response delete_key(Context& context, const Params& params) {
                                 .dump());
 }
 
+// RotateAccessKey (tigris-wire §3.3): a fresh secret, the old one refused from the next
+// request on (keys are looked up per request). Who may rotate a key is who may delete it.
+Response rotate_key(Context& context, const Params& params) {
+  const auto* id = param(params, "AccessKeyId");
+  if (!id || id->empty()) fail(Err::invalid_argument, "AccessKeyId is required.");
+  const auto key = check(context.store.get_access_key(*id));
+  require_key_rights(context, key.roles);
+  const auto rotated = check(context.store.rotate_access_key(*id));
+  return json_response(
+      200, nlohmann::ordered_json{{"status", "success"},
+                                  {"message", "Access key rotated"},
+                                  {"rotate_access_key_result",
+                                   {{"id", rotated.id}, {"new_secret", rotated.secret}}}}
+               .dump());
+}
+
 Response list_keys(Context& context, const Params& params) {
   const auto* key_id = param(params, "KeyId");
   std::vector<store::AccessKey> keys;
@@ -218,6 +234,7 @@ Response iam_dispatch(Context& context) {
   if (action == "UpdateAccessKeyWithBucketsRole") return update_key(context, params);
   if (action == "DeleteAccessKey") return delete_key(context, params);
   if (action == "ListAccessKeys") return list_keys(context, params);
+  if (action == "RotateAccessKey") return rotate_key(context, params);
   fail(Err::invalid_action, "The action " + action + " is not supported by tfork serve.");
 }
 

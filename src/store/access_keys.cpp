@@ -153,4 +153,23 @@ Result<void> SqliteStore::update_access_key_roles(std::string_view id,
   });
 }
 
+Result<AccessKey> SqliteStore::rotate_access_key(std::string_view id) {
+  return write([&](WriteCtx& ctx) -> Result<AccessKey> {
+    AccessKey key;
+    {
+      auto q =
+          ctx.db.query("SELECT id, secret, name, active, created FROM access_keys WHERE id=?1");
+      if (!q->bind(1, id).step()) return no_key(id);
+      key = AccessKey{q->text(0), q->text(1), q->text(2), q->int64(3) != 0, q->int64(4), {}};
+    }
+    key.secret = "tsec_" + crypto::random_alnum(48);
+    ctx.db.query("UPDATE access_keys SET secret=?2 WHERE id=?1")
+        ->bind(1, id)
+        .bind(2, std::string_view(key.secret))
+        .run();
+    key.roles = read_roles(ctx.db, key.id);
+    return key;
+  });
+}
+
 }  // namespace tfork::store

@@ -97,6 +97,26 @@ Result<ListPage> SqliteStore::list_objects(std::string_view bucket, const ListQu
   });
 }
 
+Result<BucketStats> SqliteStore::bucket_stats(std::string_view bucket) {
+  // One read transaction: the counts are of one moment, whatever writers do meanwhile.
+  return read([&](sqlite::Db& db) -> Result<BucketStats> {
+    const auto row = find_bucket(db, bucket);
+    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    BucketStats stats;
+    ListQuery query;
+    while (true) {
+      auto page = list_in(db, *row, query);
+      if (!page) return std::unexpected(std::move(page.error()));
+      for (const auto& object : page->objects) {
+        ++stats.objects;
+        stats.bytes += object.size;
+      }
+      if (!page->truncated) return stats;
+      query.after = page->last;
+    }
+  });
+}
+
 Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
                                       const ListQuery& query) {
   if (query.max_keys < 0) return fail(StoreErrc::invalid_argument, "negative max-keys");

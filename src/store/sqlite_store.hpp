@@ -121,6 +121,7 @@ class SqliteStore final : public Store {
   Result<std::optional<Seq>> delete_object_version(std::string_view bucket,
                                                    std::string_view key) override;
   Result<ListPage> list_objects(std::string_view bucket, const ListQuery& query) override;
+  Result<BucketStats> bucket_stats(std::string_view bucket) override;
   Result<ObjectInfo> copy_object(std::string_view src_bucket, std::string_view src_key,
                                  std::optional<Seq> src_at, std::string_view dst_bucket,
                                  std::string_view dst_key,
@@ -145,6 +146,7 @@ class SqliteStore final : public Store {
   Result<std::vector<AccessKey>> list_access_keys() override;
   Result<void> delete_access_key(std::string_view id) override;
   Result<void> update_access_key_roles(std::string_view id, std::vector<BucketRole> roles) override;
+  Result<AccessKey> rotate_access_key(std::string_view id) override;
 
   Result<MergeResult> merge_fork(std::string_view target, std::string_view fork) override;
   Result<BucketInfo> rebase_fork(std::string_view fork) override;

@@ -30,6 +30,21 @@ Result<BlobRef> Store::adopt_blob(const std::filesystem::path& file, std::string
   return blob;
 }
 
+Result<BucketStats> Store::bucket_stats(std::string_view bucket) {
+  BucketStats stats;
+  ListQuery query;
+  while (true) {
+    auto page = list_objects(bucket, query);
+    if (!page) return std::unexpected(std::move(page.error()));
+    for (const auto& object : page->objects) {
+      ++stats.objects;
+      stats.bytes += object.size;
+    }
+    if (!page->truncated) return stats;
+    query.after = page->last;
+  }
+}
+
 std::optional<std::string> multipart_etag(const std::vector<std::string>& part_md5_hex) {
   const auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';

@@ -4,6 +4,7 @@
 // Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
 
 #include "tfork/rules/bucket_name.hpp"
+#include "tfork/server/auth.hpp"
 #include "tfork/server/body.hpp"
 #include "tfork/server/errors.hpp"
 #include "tfork/server/http_types.hpp"
@@ -31,6 +32,8 @@ struct Context {
   store::Metadata checksums;  // verified x-amz-checksum-* values of the body
   std::chrono::system_clock::time_point now;
   Variance& variance;  // serve --quirks / --consistency-delay (variance.hpp)
+  // Every key's secret and principal, root's too (presigning on behalf of a key needs them).
+  const KeyLookup* keys = nullptr;
 
   bool is_head() const { return request.method == "HEAD"; }
   const std::string* header(std::string_view name) const { return request.header(name); }
@@ -109,6 +112,12 @@ Response list_multipart_uploads(Context& context);  // GET /<b>?uploads
 
 // S3's smallest part: every part of a completed upload but the last is at least this big.
 inline constexpr std::int64_t k_min_part_size = std::int64_t{5} << 20;
+
+// ---- Tigris JSON functions on the service root (presign_ops.cpp)
+// POST /?func=presign {"bucket","key","key_id","type":"get"|"put","expires_in"} -> {"url"}:
+// the server signs a URL with the named key's secret (tigris-wire §2.9; the Tigris CLI's
+// `presign`).
+Response presign(Context& context);
 
 // ---- IAM (iam_ops.cpp)
 // Whether the request is an IAM call (POST / with Action in the query or form body, or

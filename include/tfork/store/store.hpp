@@ -82,6 +82,12 @@ struct BucketInfo {
   bool has_children = false;               // live forks exist
 };
 
+// What a bucket holds as its readers see it (through its fork chain, tombstones applied).
+struct BucketStats {
+  std::int64_t objects = 0;  // visible keys
+  std::int64_t bytes = 0;    // the sum of their sizes
+};
+
 struct SnapshotInfo {
   Seq version = 0;
   std::optional<std::string> name;  // nullopt when unnamed
@@ -272,6 +278,18 @@ class Store {
     (void)bucket;
     (void)prefix;
     return std::vector<UploadInfo>{};
+  }
+
+  // The visible objects of `bucket` and their total size: O(visible objects), read page by
+  // page through list_objects here; one read transaction in the SQLite store.
+  virtual Result<BucketStats> bucket_stats(std::string_view bucket);
+
+  // Replaces an access key's secret with a fresh one (IAM RotateAccessKey); the old secret
+  // stops working at once. Returns the key with its new secret.
+  virtual Result<AccessKey> rotate_access_key(std::string_view id) {
+    return std::unexpected(StoreError{
+        StoreErrc::invalid_argument,
+        "rotating access keys is not supported by this store (" + std::string(id) + ")"});
   }
 
   // Blocks until every deleted bucket's rows are reclaimed.

@@ -611,6 +611,51 @@ TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
   CHECK(store->list_access_keys()->size() == 1);
 }
 
+TEST_CASE("rotate_access_key replaces the secret and keeps the key's roles", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("b", false));
+  auto key = store->create_access_key("agent", {{"b", Role::editor}});
+  REQUIRE(key);
+  auto rotated = store->rotate_access_key(key->id);
+  REQUIRE(rotated);
+  CHECK(rotated->id == key->id);
+  CHECK(rotated->secret.starts_with("tsec_"));
+  CHECK(rotated->secret != key->secret);
+  const auto got = store->get_access_key(key->id);
+  REQUIRE(got);
+  CHECK(got->secret == rotated->secret);
+  REQUIRE(got->roles.size() == 1);
+  CHECK(got->roles[0].bucket == "b");
+  CHECK(store->rotate_access_key("tid_nope").error().code == StoreErrc::no_such_access_key);
+}
+
+TEST_CASE("bucket_stats counts what readers see through the fork chain", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("src", true));
+  CHECK(store->bucket_stats("src")->objects == 0);
+  // More than one listing page (1000 keys) so that paging is counted once per key.
+  for (int i = 0; i < 1203; ++i)
+    put_text(*store, "src", "k/" + std::to_string(i), "xy");
+  put_text(*store, "src", "big", std::string(100, 'z'));
+  auto stats = store->bucket_stats("src");
+  REQUIRE(stats);
+  CHECK(stats->objects == 1204);
+  CHECK(stats->bytes == 1203 * 2 + 100);
+
+  REQUIRE(store->create_fork("f", "src", std::nullopt));
+  put_text(*store, "f", "big", "tiny");       // overwrite: 100 -> 4 bytes
+  REQUIRE(store->delete_object("f", "k/7"));  // tombstone
+  put_text(*store, "f", "new", "12345");
+  stats = store->bucket_stats("f");
+  REQUIRE(stats);
+  CHECK(stats->objects == 1204);
+  CHECK(stats->bytes == 1202 * 2 + 4 + 5);
+  CHECK(store->bucket_stats("src")->bytes == 1203 * 2 + 100);  // the source is untouched
+  CHECK(store->bucket_stats("nope").error().code == StoreErrc::no_such_bucket);
+}
+
 TEST_CASE("LOCK refuses a second store on the same directory", "[store]") {
   TempDir dir;
   {
