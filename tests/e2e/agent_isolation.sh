@@ -3,8 +3,10 @@
 # With the operator's root keys present in every variable a client could read (AWS_*,
 # TIGRIS_STORAGE_*, AWS_PROFILE with a profile file, a session token), the AWS CLI, boto3 and
 # @tigrisdata/storage, each run by `tfork fork exec`, write their own fork and are denied on
-# the source and on a sibling fork. Also: `fork env` in its three formats and in a subshell,
-# refusal of forks the manifest does not record as live, and the agent-key hint on errors.
+# the source and on a sibling fork; so does the official Tigris CLI, with the root keys also in
+# ~/.tigris/config.json and an ~/.aws profile under its (temporary) HOME. Also: `fork env` in
+# its three formats and in a subshell, refusal of forks the manifest does not record as live,
+# and the agent-key hint on errors.
 source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 
 require_aws_cli
@@ -61,6 +63,28 @@ rc=0
 [[ $rc == 0 ]] || fail "@tigrisdata/storage agent: exit $rc: $(cat "$OUT/node.err")"
 check_contains "node agent" "$(cat "$OUT/node.err")" "[iso-1] isolated"
 
+step "the Tigris CLI inside fork exec, with root keys in its HOME too"
+TIGRIS_JS="$NODE_DIR/node_modules/@tigrisdata/cli/dist/cli.js"
+[[ -f "$TIGRIS_JS" ]] || fail "the Tigris CLI is not installed in tests/node (npm ci)"
+OPERATOR_HOME="$WORK/operator-home"
+mkdir -p "$OPERATOR_HOME/.tigris" "$OPERATOR_HOME/.aws"
+# Its own file, as `tigris login credentials` writes it, and the profile files it checks for.
+printf '{"version": 2, "activeMethod": "credentials", "credentials": {"saved": {"accessKeyId": "%s", "secretAccessKey": "%s", "endpoint": "%s"}}}\n' \
+  "$ROOT_AK" "$ROOT_SK" "$ENDPOINT" >"$OPERATOR_HOME/.tigris/config.json"
+cp "$WORK/operator/credentials" "$OPERATOR_HOME/.aws/credentials"
+cp "$WORK/operator/config" "$OPERATOR_HOME/.aws/config"
+export AWS_ENDPOINT_URL_S3=$ENDPOINT AWS_ENDPOINT_URL_IAM=$ENDPOINT
+# Outside an agent, these reach the source: the CLI really would find the root keys.
+NODE_NO_WARNINGS=1 HOME=$OPERATOR_HOME timeout 120 node "$TIGRIS_JS" ls t3://iso-src </dev/null \
+  >"$OUT/tigris-operator.out" 2>&1 || fail "the operator's Tigris CLI cannot list the source: $(cat "$OUT/tigris-operator.out")"
+check_contains "operator's Tigris CLI" "$(cat "$OUT/tigris-operator.out")" "data.txt"
+rc=0
+HOME=$OPERATOR_HOME tfork_cli fork exec --manifest "$M" iso-2 -- bash "$AGENTS/isolation_tigriscli.sh" \
+  "$TIGRIS_JS" iso-src iso-1 >"$OUT/tigriscli.out" 2>"$OUT/tigriscli.err" || rc=$?
+[[ $rc == 0 ]] || fail "Tigris CLI agent: exit $rc: $(cat "$OUT/tigriscli.err")"
+check_contains "Tigris CLI agent" "$(cat "$OUT/tigriscli.err")" "[iso-2] isolated"
+unset AWS_ENDPOINT_URL_S3 AWS_ENDPOINT_URL_IAM
+
 step "what the agents wrote is in their forks, and nothing reached the source"
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_SESSION_TOKEN
 export AWS_SHARED_CREDENTIALS_FILE="$WORK/aws/credentials" AWS_CONFIG_FILE="$WORK/aws/config"
@@ -68,7 +92,7 @@ src_keys=$(aws_cli s3api list-objects-v2 --bucket iso-src --query 'Contents[].Ke
 check_eq "source keys" "data.txt" "$src_keys"
 check_eq "iso-1 keys" "$(printf 'awscli.txt\tdata.txt\ttigris.txt')" \
   "$(aws_cli s3api list-objects-v2 --bucket iso-1 --query 'Contents[].Key' --output text)"
-check_eq "iso-2 keys" "$(printf 'boto3.txt\tdata.txt')" \
+check_eq "iso-2 keys" "$(printf 'boto3.txt\tdata.txt\ttigriscli.txt')" \
   "$(aws_cli s3api list-objects-v2 --bucket iso-2 --query 'Contents[].Key' --output text)"
 
 step "fork env: three formats, and a subshell leaves the operator's credentials alone"

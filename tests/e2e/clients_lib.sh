@@ -113,11 +113,15 @@ ensure_node() {
     if [[ -f "$marker" && ! "$NODE_DIR/package-lock.json" -nt "$marker" &&
       -d "$NODE_DIR/node_modules/@tigrisdata/storage" &&
       -d "$NODE_DIR/node_modules/@tigrisdata/iam" &&
-      -d "$NODE_DIR/node_modules/@aws-sdk/client-s3" ]]; then
+      -d "$NODE_DIR/node_modules/@aws-sdk/client-s3" &&
+      -d "$NODE_DIR/node_modules/@tigrisdata/cli" ]]; then
       exit 0
     fi
     echo "installing tests/node packages from the lockfile (npm ci)" >&2
-    if timeout 600 npm ci --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error >&2; then
+    # --ignore-scripts (also in tests/node/.npmrc): the Tigris CLI's postinstall writes into
+    # the home directory.
+    if timeout 600 npm ci --prefix "$NODE_DIR" --ignore-scripts --no-audit --no-fund \
+      --loglevel=error >&2; then
       exit 0
     fi
     if [[ -d "$NODE_DIR/node_modules/@tigrisdata/storage" ]]; then
