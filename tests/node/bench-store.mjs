@@ -4,10 +4,12 @@
 // `tfork serve`. Prints one JSON document of timings.
 //
 // usage: node bench-store.mjs OBJECTS   (endpoint and root keys from AWS_* env)
+//        node bench-store.mjs load BUCKET COUNT   (only: a snapshot-enabled BUCKET holding
+//        COUNT objects data/0000000.txt..., 64 PUTs in flight; for the merge/diff bench)
 import { S3Client, PutObjectCommand, ListObjectsV2Command, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { createBucket, createBucketSnapshot } from '@tigrisdata/storage';
 
-const objects = Number(process.argv[2] ?? 100000);
+const objects = process.argv[2] === 'load' ? 0 : Number(process.argv[2] ?? 100000);
 const endpoint = process.env.AWS_ENDPOINT_URL;
 const config = {
   endpoint, iamEndpoint: endpoint, forcePathStyle: true,
@@ -54,6 +56,14 @@ async function forkAndSnapshotTimes(bucket, rounds) {
     }));
   }
   return { snapshot: stats(snapshot), fork: stats(fork) };
+}
+
+if (process.argv[2] === 'load') {
+  const [bucket, count] = [process.argv[3], Number(process.argv[4])];
+  const start = performance.now();
+  await load(bucket, count);
+  console.log(JSON.stringify({ bucket, objects: count, load_puts_per_s: count / ((performance.now() - start) / 1000) }));
+  process.exit(0);
 }
 
 const result = { objects };
