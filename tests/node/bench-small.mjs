@@ -67,7 +67,22 @@ const stats = (samples, ms) => {
   return { n: sorted.length, per_s: sorted.length / (ms / 1000), p50_ms: at(0.5), p99_ms: at(0.99), max_ms: sorted.at(-1) };
 };
 
+// A keep-alive connection the server closed just as a request went out on it (ECONNRESET,
+// EPIPE) is retried, at most 3 times, and counted: the count is part of the result.
+let retried = 0;
+async function sendRetrying(method, path, body) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(method, path, body);
+    } catch (error) {
+      if (attempt >= 3 || !['ECONNRESET', 'EPIPE'].includes(error.code)) throw error;
+      retried++;
+    }
+  }
+}
+
 async function phase(method, paths, body) {
+  retried = 0;
   const latencies = new Array(paths.length);
   let next = 0;
   const start = performance.now();
@@ -75,11 +90,11 @@ async function phase(method, paths, body) {
     while (next < paths.length) {
       const i = next++;
       const t = performance.now();
-      await send(method, paths[i], body);
+      await sendRetrying(method, paths[i], body);
       latencies[i] = performance.now() - t;
     }
   }));
-  return stats(latencies, performance.now() - start);
+  return { ...stats(latencies, performance.now() - start), retried };
 }
 
 const key = (i) => `small/${String(i).padStart(6, '0')}`;
