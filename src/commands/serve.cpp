@@ -27,6 +27,8 @@ struct ServeCliOptions {
   std::string durability = "normal";
   std::string quirks;
   int consistency_delay_ms = 0;
+  int max_connections = 4096;
+  int head_timeout_seconds = 30;
 };
 
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
@@ -112,6 +114,12 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   options.variance.quirks = std::move(*quirks);
   if (cli.consistency_delay_ms < 0) usage_error("--consistency-delay must be >= 0 milliseconds");
   options.variance.consistency_delay = std::chrono::milliseconds(cli.consistency_delay_ms);
+  if (cli.max_connections < 1 || cli.max_connections > 1'000'000)
+    usage_error("--max-connections must be between 1 and 1000000");
+  options.max_connections = cli.max_connections;
+  if (cli.head_timeout_seconds < 1 || cli.head_timeout_seconds > 3600)
+    usage_error("--head-timeout must be between 1 and 3600 seconds");
+  options.head_timeout_seconds = cli.head_timeout_seconds;
   return options;
 }
 
@@ -170,6 +178,16 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "New buckets stay invisible to HeadBucket and listings, deleted ones stay "
                    "visible, for MS milliseconds (default 0)")
       ->type_name("MS");
+  command
+      ->add_option("--max-connections", cli->max_connections,
+                   "Connections open at once; a few more are answered 503 SlowDown and closed "
+                   "(default 4096)")
+      ->type_name("N");
+  command
+      ->add_option("--head-timeout", cli->head_timeout_seconds,
+                   "A request's line and headers must arrive within S seconds of the connection "
+                   "opening or the previous response, else the connection is closed (default 30)")
+      ->type_name("S");
   cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
 

@@ -286,11 +286,14 @@ KeyLookup Handler::key_lookup() {
 Response Handler::reject(const Request& head, const Admission* admission, const S3Error& error) {
   log_error(head, error);
   const auto request_id = admission ? admission->request_id : new_request_id();
-  auto response = admission && variance_.has(Quirk::iam_message_errors) &&
-                          is_iam_request(head, admission->target, {})
-                      ? iam_message_error(error, head)
-                      : error_response(error, head, admission ? &admission->target : nullptr,
-                                       admission && admission->json, request_id);
+  // Refused before admission: the resource is still the path the client asked for.
+  const auto parsed = admission ? std::expected<Target, std::string>{} : parse_target(head.target);
+  const Target* target = admission ? &admission->target : parsed ? &*parsed : nullptr;
+  auto response =
+      admission && variance_.has(Quirk::iam_message_errors) &&
+              is_iam_request(head, admission->target, {})
+          ? iam_message_error(error, head)
+          : error_response(error, head, target, admission && admission->json, request_id);
   stamp(response, request_id);
   return response;
 }
@@ -316,6 +319,13 @@ std::expected<Admission, Response> Handler::admit(const Request& head) {
   }
   if (const auto* length = head.header("content-length"); length && !declared_length(head)) {
     return fail_with(make_error(Err::invalid_argument, "Content-Length must be a number."));
+  }
+  // Two different lengths: which one frames the body is anyone's guess (request smuggling).
+  for (const auto& [name, value] : head.headers) {
+    if (iequals(name, "content-length") && value != *head.header("content-length")) {
+      return fail_with(
+          make_error(Err::invalid_argument, "Content-Length is given twice, with two values."));
+    }
   }
   if (const auto length = declared_length(head)) {
     // The aws-chunked framing adds a little to the object; control documents are small.

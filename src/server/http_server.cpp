@@ -7,13 +7,23 @@
 //   3. once the body is complete: Handler::finish, and the response is queued.
 // The raw request target comes from the URI log callback (before any unescaping), and header
 // values are taken as received: nothing is decoded before the signature is checked.
+//
+// Around that, per connection (a Link): a cap on connections open at once (the few accepted
+// beyond it answer 503 SlowDown and close), and a total deadline for each request head, kept
+// by the timer thread, which closes a connection whose head trickles in for too long.
 #include "tfork/server/http_server.hpp"
 
+#include "tfork/server/errors.hpp"
+#include "tfork/server/xml_render.hpp"
+
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <fcntl.h>
@@ -38,6 +48,32 @@ constexpr std::uint64_t k_max_discard = std::uint64_t{16} << 20;
 
 enum class Phase { head, delayed, body, done };
 
+using SteadyClock = std::chrono::steady_clock;
+
+// What the connection cap and the head deadline know of one connection. Its fields are
+// guarded by Impl::timer_mutex: the event thread owning the connection and the timer thread
+// both use them. `fd` is only touched while `open` (libmicrohttpd closes it after reporting
+// the connection closed), so a reused descriptor is never shut down by mistake.
+struct Link {
+  int fd = -1;
+  bool open = true;
+  bool over_cap = false;      // beyond the connection limit: answered 503 SlowDown
+  bool awaiting_head = true;  // between requests, or the head has not fully arrived
+  bool request_line = false;  // the current head's request line has arrived
+  bool closing = false;       // answered outside libmicrohttpd (deadline, bad length)
+  bool queued = false;        // has an entry in Impl::deadlines
+  SteadyClock::time_point head_deadline;
+};
+
+// The socket context of a connection: its Link, shared with the timer thread's queue.
+using LinkHolder = std::shared_ptr<Link>;
+
+Link* link_of(MHD_Connection* connection) {
+  const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (!info || !info->socket_context) return nullptr;
+  return static_cast<LinkHolder*>(info->socket_context)->get();
+}
+
 struct Exchange {
   Request head;
   Phase phase = Phase::head;
@@ -47,6 +83,62 @@ struct Exchange {
   std::uint64_t discarded = 0;
   std::optional<Response> ready;  // an injected failure, answered after the delay
 };
+
+// Requests of this event thread whose request line has arrived but whose head is not yet
+// complete. libmicrohttpd refuses a malformed Content-Length itself, before the access
+// handler sees the request, with an HTML page; its error log (on this same thread) is the
+// only sign, and this list finds the connection it is about.
+struct PendingHead {
+  MHD_Connection* connection;
+  Exchange* exchange;
+};
+thread_local std::vector<PendingHead> t_pending_heads;
+
+void forget_pending(MHD_Connection* connection) {
+  std::erase_if(t_pending_heads,
+                [connection](const PendingHead& p) { return p.connection == connection; });
+}
+
+bool is_decimal_length(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && ec == std::errc{} && end == text.data() + text.size();
+}
+
+// A whole response as bytes, for the few answers written to a socket directly (a head
+// deadline, a malformed Content-Length): the connection is closed right after.
+std::string wire_bytes(const Response& response) {
+  const char* reason = MHD_get_reason_phrase_for(static_cast<unsigned>(response.status));
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, reason ? reason : "");
+  for (const auto& [name, value] : response.headers) {
+    if (iequals(name, "Content-Length") || iequals(name, "Connection")) continue;
+    out += fmt::format("{}: {}\r\n", name, value);
+  }
+  out += fmt::format("Content-Length: {}\r\nConnection: close\r\n\r\n", response.body.size());
+  out += response.body;
+  return out;
+}
+
+// Writes `response` (small: it fits the socket buffer) and ends the connection's sending
+// side; libmicrohttpd then fails its own write and closes the connection.
+void answer_directly(int fd, const Response& response) {
+  const auto bytes = wire_bytes(response);
+  [[maybe_unused]] const auto sent =
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::shutdown(fd, SHUT_WR);
+}
+
+Response plain_error(Err id) {
+  Response response;
+  const auto& error_spec = spec(id);
+  response.status = error_spec.status;
+  const auto request_id = new_request_id();
+  response.body = render_error(make_error(id), "/", request_id);
+  response.set_header("Content-Type", "application/xml");
+  response.set_header("x-amz-request-id", request_id);
+  response.set_header("Server", "tfork");
+  return response;
+}
 
 // Streams a response's file segments with pread, in order, from files the handler opened.
 struct SegmentReader {
@@ -144,35 +236,48 @@ struct HttpServer::Impl {
   MHD_Daemon* daemon = nullptr;
   int listen_fd = -1;
 
-  // Delayed requests (--latency): suspended connections resumed by one timer thread.
+  // Delayed requests (--latency): suspended connections resumed by one timer thread, which
+  // also keeps the head deadlines (one queue entry per connection at most).
   struct Timer {
-    std::chrono::steady_clock::time_point due;
+    SteadyClock::time_point due;
     MHD_Connection* connection;
     bool operator>(const Timer& other) const { return due > other.due; }
+  };
+  struct Deadline {
+    SteadyClock::time_point due;
+    LinkHolder link;
+    bool operator>(const Deadline& other) const { return due > other.due; }
   };
   std::mutex timer_mutex;
   std::condition_variable timer_wake;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines;
   bool timer_stop = false;
   std::thread timer_thread;
+  std::atomic<unsigned> open_connections{0};
 
   Impl(Handler& h, FaultInjector& f, HttpLimits l) : handler(h), faults(f), limits(l) {}
 
   void run_timers() {
     std::unique_lock lock(timer_mutex);
     while (!timer_stop) {
-      if (timers.empty()) {
+      const auto now = SteadyClock::now();
+      while (!timers.empty() && timers.top().due <= now) {
+        MHD_resume_connection(timers.top().connection);
+        timers.pop();
+      }
+      while (!deadlines.empty() && deadlines.top().due <= now) {
+        auto link = deadlines.top().link;
+        deadlines.pop();
+        check_head(link, now);
+      }
+      auto next = SteadyClock::time_point::max();
+      if (!timers.empty()) next = timers.top().due;
+      if (!deadlines.empty()) next = std::min(next, deadlines.top().due);
+      if (next == SteadyClock::time_point::max())
         timer_wake.wait(lock);
-        continue;
-      }
-      const auto due = timers.top().due;
-      if (timer_wake.wait_until(lock, due) == std::cv_status::timeout ||
-          std::chrono::steady_clock::now() >= due) {
-        while (!timers.empty() && timers.top().due <= std::chrono::steady_clock::now()) {
-          MHD_resume_connection(timers.top().connection);
-          timers.pop();
-        }
-      }
+      else
+        timer_wake.wait_until(lock, next);
     }
     while (!timers.empty()) {  // stopping: nobody waits any longer
       MHD_resume_connection(timers.top().connection);
@@ -183,8 +288,129 @@ struct HttpServer::Impl {
   void delay(MHD_Connection* connection, std::chrono::milliseconds by) {
     MHD_suspend_connection(connection);
     std::lock_guard lock(timer_mutex);
-    timers.push(Timer{std::chrono::steady_clock::now() + by, connection});
+    timers.push(Timer{SteadyClock::now() + by, connection});
     timer_wake.notify_one();
+  }
+
+  // The time a connection has for its next head: a connection beyond the cap gets little.
+  std::chrono::seconds head_time(const Link& link) const {
+    const auto full = std::chrono::seconds(limits.head_timeout_seconds);
+    return link.over_cap ? std::min(full, std::chrono::seconds(5)) : full;
+  }
+
+  // A new head starts (the connection opened, or the previous response was sent). Called
+  // with timer_mutex held.
+  void start_head(const LinkHolder& link) {
+    link->awaiting_head = true;
+    link->request_line = false;
+    link->head_deadline = SteadyClock::now() + head_time(*link);
+    if (link->queued) return;  // its entry moves to the new deadline when it comes due
+    link->queued = true;
+    const bool earliest = deadlines.empty() || link->head_deadline < deadlines.top().due;
+    deadlines.push(Deadline{link->head_deadline, link});
+    if (earliest) timer_wake.notify_one();
+  }
+
+  // The timer thread, when a connection's deadline entry comes due (timer_mutex held).
+  void check_head(const LinkHolder& link, SteadyClock::time_point now) {
+    link->queued = false;
+    if (!link->open || !link->awaiting_head || link->closing) return;
+    if (link->head_deadline > now) {
+      link->queued = true;
+      deadlines.push(Deadline{link->head_deadline, link});
+      return;
+    }
+    link->closing = true;
+    // A request whose line has arrived is told why; a connection idle between requests is
+    // just closed (a client might be sending its next request at this very moment).
+    if (link->request_line) {
+      spdlog::debug("http: request head not complete within {} s: closing the connection",
+                    head_time(*link).count());
+      answer_directly(link->fd, plain_error(Err::request_timeout));
+    }
+    ::shutdown(link->fd, SHUT_RDWR);
+  }
+
+  // libmicrohttpd refused this thread's current request for its Content-Length (see
+  // PendingHead): answer it here as S3 would, before libmicrohttpd's HTML page.
+  void answer_bad_length(unsigned mhd_status) {
+    for (auto it = t_pending_heads.begin(); it != t_pending_heads.end(); ++it) {
+      const char* value = MHD_lookup_connection_value(it->connection, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
+      if (!value || is_decimal_length(value)) continue;
+      Link* link = link_of(it->connection);
+      if (!link) continue;
+      Request head = it->exchange->head;
+      MHD_get_connection_values_n(it->connection, MHD_HEADER_KIND, collect_header, &head);
+      auto response = handler.reject(
+          head, nullptr,
+          mhd_status == 413
+              ? make_error(Err::entity_too_large)
+              : make_error(Err::invalid_argument, "Content-Length must be a number."));
+      t_pending_heads.erase(it);
+      std::lock_guard lock(timer_mutex);
+      if (!link->open || link->closing) return;
+      link->closing = true;
+      answer_directly(link->fd, response);
+      return;
+    }
+  }
+
+  void connection_started(MHD_Connection* connection, void** socket_context) {
+    const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info) return;
+    // Small responses on a reused connection must not wait for the client's delayed ACK
+    // (Nagle's algorithm adds ~40 ms per response otherwise).
+    int yes = 1;
+    ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    auto link = std::make_shared<Link>();
+    link->fd = info->connect_fd;
+    link->over_cap = open_connections.fetch_add(1) + 1 > limits.connection_limit;
+    {
+      std::lock_guard lock(timer_mutex);
+      start_head(link);
+    }
+    *socket_context = new LinkHolder(std::move(link));
+  }
+
+  void connection_closed(MHD_Connection* connection, void** socket_context) {
+    forget_pending(connection);
+    auto* holder = static_cast<LinkHolder*>(*socket_context);
+    if (!holder) return;
+    {
+      std::lock_guard lock(timer_mutex);
+      (*holder)->open = false;
+    }
+    open_connections.fetch_sub(1);
+    delete holder;
+    *socket_context = nullptr;
+  }
+
+  // The head of a request has arrived: the deadline no longer applies. False when the
+  // connection was already answered outside libmicrohttpd and must just close.
+  bool head_arrived(MHD_Connection* connection) {
+    forget_pending(connection);
+    Link* link = link_of(connection);
+    if (!link) return true;
+    std::lock_guard lock(timer_mutex);
+    link->awaiting_head = false;
+    return !link->closing;
+  }
+
+  void request_line_arrived(MHD_Connection* connection, Exchange* exchange) {
+    t_pending_heads.push_back(PendingHead{connection, exchange});
+    if (Link* link = link_of(connection)) {
+      std::lock_guard lock(timer_mutex);
+      link->request_line = true;
+    }
+  }
+
+  void request_completed(MHD_Connection* connection) {
+    forget_pending(connection);
+    const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (!info || !info->socket_context) return;
+    std::lock_guard lock(timer_mutex);
+    start_head(*static_cast<LinkHolder*>(info->socket_context));
   }
 
   static MHD_Result queue(MHD_Connection* connection, Response response, bool head_request) {
@@ -209,7 +435,15 @@ struct HttpServer::Impl {
     const bool head_request = exchange.head.method == "HEAD";
     switch (exchange.phase) {
       case Phase::head: {
+        if (!head_arrived(connection)) return MHD_NO;
         exchange.head.method = method;
+        if (const Link* link = link_of(connection); link && link->over_cap) {
+          // Beyond the connection limit: a clear refusal a client retries later, not a hang.
+          exchange.phase = Phase::done;
+          auto refusal = slow_down_response();
+          refusal.set_header("Connection", "close");
+          return queue(connection, std::move(refusal), exchange.head.method == "HEAD");
+        }
         MHD_get_connection_values_n(connection, MHD_HEADER_KIND, collect_header, &exchange.head);
         std::size_t head_size = exchange.head.target.size() + exchange.head.method.size() + 12;
         for (const auto& [name, value] : exchange.head.headers)
@@ -363,27 +597,27 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
     }
   };
   using UriLog = void* (*)(void*, const char*, MHD_Connection*);
-  const UriLog uri_log = [](void*, const char* uri, MHD_Connection*) -> void* {
+  const UriLog uri_log = [](void* cls, const char* uri, MHD_Connection* connection) -> void* {
     auto* exchange = new Exchange;
     exchange->head.target = uri;
+    static_cast<Impl*>(cls)->request_line_arrived(connection, exchange);
     return exchange;
   };
   using Completed = void (*)(void*, MHD_Connection*, void**, MHD_RequestTerminationCode);
-  const Completed completed = [](void*, MHD_Connection*, void** context,
+  const Completed completed = [](void* cls, MHD_Connection* connection, void** context,
                                  MHD_RequestTerminationCode) {
+    static_cast<Impl*>(cls)->request_completed(connection);
     delete static_cast<Exchange*>(*context);  // removes a spooled body that was not adopted
     *context = nullptr;
   };
   using Notify = void (*)(void*, MHD_Connection*, void**, MHD_ConnectionNotificationCode);
-  const Notify notify = [](void*, MHD_Connection* connection, void**,
+  const Notify notify = [](void* cls, MHD_Connection* connection, void** socket_context,
                            MHD_ConnectionNotificationCode code) {
-    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
-    // Small responses on a reused connection must not wait for the client's delayed ACK
-    // (Nagle's algorithm adds ~40 ms per response otherwise).
-    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD)) {
-      int yes = 1;
-      ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-    }
+    auto* server = static_cast<Impl*>(cls);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+      server->connection_started(connection, socket_context);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+      server->connection_closed(connection, socket_context);
   };
   // Query strings and paths are parsed by the handler from the raw target: no unescaping.
   using Unescape = std::size_t (*)(void*, MHD_Connection*, char*);
@@ -391,13 +625,21 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
     return std::strlen(text);
   };
   using Log = void (*)(void*, const char*, va_list);
-  const Log log = [](void*, const char* format, va_list args) {
+  const Log log = [](void* cls, const char* format, va_list args) {
     char line[512];
     std::vsnprintf(line, sizeof line, format, args);
     std::string text(line);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
       text.pop_back();
     spdlog::debug("http: {}", text);
+    // "Error processing request (HTTP response code is 400 ('<html>...Content-Length...')).":
+    // logged just before libmicrohttpd queues its own page for a malformed Content-Length.
+    constexpr std::string_view k_refusal = "Error processing request (HTTP response code is ";
+    if (text.starts_with(k_refusal) && text.find("Content-Length") != std::string::npos) {
+      unsigned status = 0;
+      std::from_chars(text.data() + k_refusal.size(), text.data() + text.size(), status);
+      static_cast<Impl*>(cls)->answer_bad_length(status);
+    }
   };
 
   // The memory pool of a connection holds its head: a little more than the 64 KiB limit so
@@ -405,13 +647,14 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
   const std::size_t pool = impl.limits.max_head + 32 * 1024;
   impl.daemon = MHD_start_daemon(
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-      nullptr, nullptr, access, &impl, MHD_OPTION_LISTEN_SOCKET, impl.listen_fd,
-      MHD_OPTION_THREAD_POOL_SIZE, impl.limits.event_threads, MHD_OPTION_CONNECTION_LIMIT,
-      impl.limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, impl.limits.idle_timeout_seconds,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_URI_LOG_CALLBACK, uri_log, nullptr,
-      MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr, MHD_OPTION_NOTIFY_CONNECTION, notify,
-      nullptr, MHD_OPTION_UNESCAPE_CALLBACK, keep, nullptr, MHD_OPTION_EXTERNAL_LOGGER, log,
-      nullptr, MHD_OPTION_END);
+      nullptr, nullptr, access, &impl, MHD_OPTION_EXTERNAL_LOGGER, log, &impl,
+      MHD_OPTION_LISTEN_SOCKET, impl.listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+      impl.limits.event_threads, MHD_OPTION_CONNECTION_LIMIT,
+      impl.limits.connection_limit + impl.limits.refusal_reserve, MHD_OPTION_CONNECTION_TIMEOUT,
+      impl.limits.idle_timeout_seconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+      MHD_OPTION_URI_LOG_CALLBACK, uri_log, &impl, MHD_OPTION_NOTIFY_COMPLETED, completed, &impl,
+      MHD_OPTION_NOTIFY_CONNECTION, notify, &impl, MHD_OPTION_UNESCAPE_CALLBACK, keep, nullptr,
+      MHD_OPTION_END);
   if (!impl.daemon) {
     ::close(impl.listen_fd);
     impl.listen_fd = -1;

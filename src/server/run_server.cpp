@@ -111,6 +111,8 @@ std::optional<Error> run_server(
   SignalWait signals;  // before any thread starts
   HttpLimits limits;
   limits.event_threads = static_cast<unsigned>(std::clamp(options.threads, 2, 64));
+  limits.connection_limit = static_cast<unsigned>(std::max(options.max_connections, 1));
+  limits.head_timeout_seconds = static_cast<unsigned>(std::max(options.head_timeout_seconds, 1));
   HttpServer http(handler, faults, limits);
   const auto port = http.start(options.host, options.port);
   if (!port) {

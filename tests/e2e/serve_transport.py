@@ -7,7 +7,8 @@
 * Expect: 100-continue is answered only after authentication (403 instead of 100 for a bad
   signature; 100 and then 200 for a good one).
 * Limits: a head over 64 KiB gets 431, a 1 MiB header line too (and costs no memory);
-  Content-Length: -1 gets 400 at once; an XML body over 1 MiB gets 400.
+  a malformed Content-Length (-1, abc, two values...) gets one S3 XML 400 at once, not
+  libmicrohttpd's HTML page; an XML body over 1 MiB gets 400.
 * 1,000 slow connections (a head never finished) do not stop signed requests, and cost no
   threads: the server's thread count stays small.
 * A GET racing overwrites of the same key never answers 200 with a torn body.
@@ -189,11 +190,30 @@ def test_limits(srv, wire):
     check(status in (0, 400, 413, 414, 431), f"a 1 MiB header got {status}")
     check(rss_kib(srv.proc.pid) - before < 16 * 1024, "a 1 MiB header line grew the server")
 
-    step("Content-Length: -1 gets 400 at once")
-    with wire.connect(timeout=20) as sock:
-        sock.sendall(b"PUT /gzip-bucket/neg HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n")
-        status = status_of(Wire.read_response(sock))
-    check_eq("status for Content-Length: -1", 400, status)
+    step("a malformed Content-Length gets one S3 XML 400 at once, then the connection closes")
+    cases = [(b"Content-Length: -1", b"InvalidArgument"),
+             (b"Content-Length: abc", b"InvalidArgument"),
+             (b"Content-Length: 1.5", b"InvalidArgument"),
+             (b"Content-Length: +5", b"InvalidArgument"),
+             (b"Content-Length: ", b"InvalidArgument"),
+             (b"Content-Length: 5\r\nContent-Length: 6", b"InvalidArgument"),
+             (b"Content-Length: 99999999999999999999999", b"EntityTooLarge")]
+    for header, code in cases:
+        with wire.connect(timeout=20) as sock:
+            sock.sendall(b"PUT /gzip-bucket/neg HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n")
+            response = b""
+            while True:  # everything up to the close: exactly one response
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                response += chunk
+        check_eq(f"status for {header!r}", 400, status_of(response))
+        check_eq(f"status lines for {header!r}", 1, response.count(b"HTTP/1.1 "))
+        head, _, body = response.partition(b"\r\n\r\n")
+        check(b"content-type: application/xml" in head.lower(), f"head for {header!r}: {head!r}")
+        check(body.startswith(b"<?xml") and b"<Code>" + code + b"</Code>" in body,
+              f"body for {header!r}: {body[:300]!r}")
+        check(b"<Resource>/gzip-bucket/neg</Resource>" in body, f"body: {body[:300]!r}")
 
     step("an XML body over 1 MiB gets 400 MaxMessageLengthExceeded")
     big = b"<Delete>" + b" " * (2 * MiB) + b"</Delete>"

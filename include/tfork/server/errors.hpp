@@ -48,6 +48,7 @@ enum class Err {
   entity_too_large,
   entity_too_small,
   max_message_length_exceeded,
+  request_timeout,
   // resources
   no_such_bucket,
   no_such_key,
@@ -140,6 +141,9 @@ inline constexpr std::array k_error_table = {
               "Your proposed upload is smaller than the minimum allowed object size."},
     ErrorSpec{Err::max_message_length_exceeded, 400, "MaxMessageLengthExceeded",
               "Your request was too big."},
+    ErrorSpec{Err::request_timeout, 400, "RequestTimeout",
+              "Your socket connection to the server was not read from or written to within the "
+              "timeout period."},
     ErrorSpec{Err::no_such_bucket, 404, "NoSuchBucket", "The specified bucket does not exist"},
     ErrorSpec{Err::no_such_key, 404, "NoSuchKey", "The specified key does not exist."},
     ErrorSpec{Err::no_such_version, 404, "NoSuchVersion", "The specified version does not exist."},

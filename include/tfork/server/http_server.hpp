@@ -16,10 +16,18 @@
 namespace tfork::server {
 
 struct HttpLimits {
-  std::size_t max_head = 64 * 1024;    // request line + headers (431 beyond)
-  unsigned connection_limit = 4096;    // more are refused at accept
+  std::size_t max_head = 64 * 1024;  // request line + headers (431 beyond)
+  // Connections open at once. Up to `refusal_reserve` more are accepted only to answer their
+  // first request 503 SlowDown and close; beyond that libmicrohttpd closes new connections
+  // at accept and then leaves them in the listen backlog until a slot frees.
+  unsigned connection_limit = 4096;
+  unsigned refusal_reserve = 64;
   unsigned idle_timeout_seconds = 30;  // a connection silent this long is closed
-  unsigned event_threads = 4;          // epoll loops; requests run inline on them
+  // A request head must be complete within this many seconds of the connection opening (or
+  // of the previous response on it), however steadily it trickles in; else 400
+  // RequestTimeout (once its request line has arrived) and the connection is closed.
+  unsigned head_timeout_seconds = 30;
+  unsigned event_threads = 4;  // epoll loops; requests run inline on them
 };
 
 class HttpServer {

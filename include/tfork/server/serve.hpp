@@ -22,9 +22,11 @@ struct ServeOptions {
   // the command passes these from the one it was given.
   std::string environment_root_access_key;
   std::string environment_root_secret_key;
-  int latency_ms = 0;      // delay every response, each request on its own
-  double fail_rate = 0.0;  // answer this share of requests with 503 SlowDown
-  int threads = 8;         // event threads of the HTTP server (delays do not hold one)
+  int latency_ms = 0;             // delay every response, each request on its own
+  double fail_rate = 0.0;         // answer this share of requests with 503 SlowDown
+  int threads = 8;                // event threads of the HTTP server (delays do not hold one)
+  int max_connections = 4096;     // open at once; more are answered 503 SlowDown
+  int head_timeout_seconds = 30;  // a request head must arrive within this
   store::Durability durability = store::Durability::normal;
   VarianceOptions variance;  // --quirks, --consistency-delay
 };
