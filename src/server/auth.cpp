@@ -120,11 +120,25 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   // One canonical request, one HMAC chain: header values are verified exactly as received
   // (the socket layer alters none), so a wrong signature costs the same as a right one.
   auto expected = signature_for(canonical_input);
+  // A '+' in the query is a plus to SigV4, but a client that form-encoded the URL after
+  // signing meant a space: the one reading the signature verifies decides, and the request
+  // is then carried out with that same decoding (Authenticated::query_plus_is_space). At most
+  // one more HMAC chain, only for a query with a '+'.
+  bool plus_is_space = false;
+  if (!signatures_equal(expected, given) && canonical_input.query.find('+') != std::string::npos) {
+    sigv4::Request form = canonical_input;
+    form.query.clear();
+    for (const char c : canonical_input.query)
+      form.query += c == '+' ? std::string_view("%20") : std::string_view(&c, 1);
+    expected = signature_for(form);
+    plus_is_space = true;
+  }
   if (!signatures_equal(expected, given)) {
     return std::unexpected(auth_error(Err::signature_does_not_match));
   }
 
   Authenticated out;
+  out.query_plus_is_space = plus_is_space;
   out.principal = std::move(key->principal);
   out.amz_date = std::string(amz_date);
   out.scope = scope;

@@ -347,6 +347,12 @@ std::expected<Admission, Response> Handler::admit(const Request& head) {
                            AuthOptions{is_iam_request(head, target, {}), admission.now});
   if (!auth) return fail_with(std::move(auth.error()));
   admission.auth = std::move(*auth);
+  if (admission.auth->query_plus_is_space) {
+    // One decoding for the signature and the request: the one the signature verified with.
+    auto query = parse_query(admission.target.wire_query, /*plus_is_space=*/true);
+    if (!query) return fail_with(make_error(Err::invalid_uri, query.error()));
+    admission.target.query = std::move(*query);
+  }
   return admission;
 }
 
@@ -377,6 +383,10 @@ Response Handler::finish(const Request& head, const Admission& admission, Decode
   if (!auth) return reject(head, &admission, auth.error());
   Admission authenticated = admission;
   authenticated.auth = std::move(*auth);
+  if (authenticated.auth->query_plus_is_space) {
+    if (auto query = parse_query(admission.target.wire_query, /*plus_is_space=*/true))
+      authenticated.target.query = std::move(*query);
+  }
   DecodedBody kept;
   kept.data = whole.body;
   return run(whole, authenticated, std::move(kept));

@@ -45,7 +45,7 @@ std::expected<std::string, std::string> percent_decode(std::string_view text, bo
 }
 
 std::expected<std::vector<std::pair<std::string, std::string>>, std::string> parse_query(
-    std::string_view text) {
+    std::string_view text, bool plus_is_space) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!text.empty()) {
     const auto amp = text.find('&');
@@ -53,11 +53,11 @@ std::expected<std::vector<std::pair<std::string, std::string>>, std::string> par
     text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
     if (pair.empty()) continue;
     const auto eq = pair.find('=');
-    auto name = percent_decode(pair.substr(0, eq), true);
+    auto name = percent_decode(pair.substr(0, eq), plus_is_space);
     if (!name) return std::unexpected(name.error());
     std::string value;
     if (eq != std::string_view::npos) {
-      auto decoded = percent_decode(pair.substr(eq + 1), true);
+      auto decoded = percent_decode(pair.substr(eq + 1), plus_is_space);
       if (!decoded) return std::unexpected(decoded.error());
       value = std::move(*decoded);
     }
@@ -85,7 +85,7 @@ std::expected<Target, std::string> parse_target(std::string_view raw_target) {
     target.key = std::string(rest.substr(slash + 1));
     target.has_key = !target.key.empty();
   }
-  auto query = parse_query(target.wire_query);
+  auto query = parse_query(target.wire_query, /*plus_is_space=*/false);
   if (!query) return std::unexpected(query.error());
   target.query = std::move(*query);
   return target;

@@ -47,6 +47,9 @@ struct Authenticated {
   std::string scope;           // "20130524/auto/s3/aws4_request"
   std::string signing_key;     // raw bytes
   std::string seed_signature;  // hex
+  // The signature verified with each '+' of the query read as a space (form encoding), not
+  // as a plus: the request's query is then decoded that way too.
+  bool query_plus_is_space = false;
 };
 
 struct AuthOptions {

@@ -17,19 +17,22 @@ struct Target {
   std::string bucket;      // decoded; empty for "/"
   std::string key;         // decoded; empty when the target names a bucket or the service
   bool has_key = false;    // "/b/" is a bucket target; "/b/k" and "/b//" name keys
-  std::vector<std::pair<std::string, std::string>> query;  // decoded, in wire order
+  // Decoded, in wire order; a '+' is a plus (as SigV4 reads it) until the signature shows
+  // it was a space (Handler::admit then decodes again).
+  std::vector<std::pair<std::string, std::string>> query;
 
   bool has(std::string_view name) const;
   const std::string* get(std::string_view name) const;
 };
 
-// Percent-decoding; in the query (form_plus) '+' also means a space, as in HTML forms and
-// AWS query APIs. nullopt-like failure: the error is a one-line reason.
+// Percent-decoding; with form_plus '+' also means a space, as in HTML forms and AWS query
+// APIs. nullopt-like failure: the error is a one-line reason.
 std::expected<std::string, std::string> percent_decode(std::string_view text, bool form_plus);
 
-// "a=1&b&c=%20" -> {("a","1"),("b",""),("c"," ")}.
+// "a=1&b&c=%20" -> {("a","1"),("b",""),("c"," ")}. A '+' is a space when `plus_is_space`
+// (form bodies, and a query whose signature was computed so), else a plus.
 std::expected<std::vector<std::pair<std::string, std::string>>, std::string> parse_query(
-    std::string_view text);
+    std::string_view text, bool plus_is_space = true);
 
 std::expected<Target, std::string> parse_target(std::string_view raw_target);
 
