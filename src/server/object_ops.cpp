@@ -102,6 +102,26 @@ std::string_view checksum_type(std::string_view value) {
   return value.find('-') == std::string_view::npos ? "FULL_OBJECT" : "COMPOSITE";
 }
 
+// "ChecksumCRC32" and the like: the XML element of an algorithm ("crc32").
+std::string checksum_element(std::string_view algorithm) {
+  std::string name = "Checksum" + std::string(algorithm);
+  for (std::size_t i = 8; i < name.size(); ++i)
+    name[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[i])));
+  return name;
+}
+
+// The checksums S3 answers for one part of a multipart object: the part's own, in each
+// algorithm the object has a checksum in (the upload's), as uploaded.
+store::Metadata part_checksums(const store::ObjectInfo& info, std::size_t index) {
+  store::Metadata out;
+  for (const auto& [algorithm, whole] : info.checksums) {
+    for (const auto& [name, value] : info.parts[index].checksums) {
+      if (name == algorithm) out.emplace_back(name, value);
+    }
+  }
+  return out;
+}
+
 void object_headers(Response& response, const Context& context, const store::ObjectInfo& info) {
   response.set_header("ETag", quote_etag(info.etag));
   response.set_header("Last-Modified", http_date(info.seq));
@@ -382,8 +402,17 @@ Response get_object(Context& context) {
         start += info.parts[static_cast<std::size_t>(i)].size;
       length = info.parts[static_cast<std::size_t>(*part - 1)].size;
       response.set_header("x-amz-mp-parts-count", std::to_string(*count));
-      // The stored checksum is the whole object's: not the part's.
+      // The stored checksum is the whole object's: not the part's. The part's own is
+      // answered instead, as S3 does (a client validating it reads exactly that part).
       remove_checksum_headers(response);
+      if (const auto* mode = context.header("x-amz-checksum-mode");
+          mode && iequals(*mode, "ENABLED")) {
+        for (const auto& [algorithm, value] :
+             part_checksums(info, static_cast<std::size_t>(*part - 1))) {
+          response.set_header("x-amz-checksum-" + algorithm, value);
+          response.set_header("x-amz-checksum-type", "COMPOSITE");
+        }
+      }
     }
     if (info.size > 0) {
       response.status = 206;
@@ -615,12 +644,8 @@ Response get_object_attributes(Context& context) {
   if (wants("ETag")) add_text(root, "ETag", info.etag);  // unquoted, as S3 answers here
   if (wants("Checksum") && !info.checksums.empty()) {
     auto checksum = root.append_child("Checksum");
-    for (const auto& [algorithm, value] : info.checksums) {
-      std::string name = "Checksum" + algorithm;
-      for (std::size_t i = 8; i < name.size(); ++i)
-        name[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[i])));
-      add_text(checksum, name.c_str(), value);
-    }
+    for (const auto& [algorithm, value] : info.checksums)
+      add_text(checksum, checksum_element(algorithm).c_str(), value);
     add_text(checksum, "ChecksumType", checksum_type(info.checksums.front().second));
   }
   if (const auto count = parts_count(info); wants("ObjectParts") && count) {
@@ -643,6 +668,9 @@ Response get_object_attributes(Context& context) {
       auto part = parts.append_child("Part");
       add_text(part, "PartNumber", std::to_string(number));
       add_text(part, "Size", std::to_string(info.parts[static_cast<std::size_t>(number - 1)].size));
+      for (const auto& [algorithm, value] :
+           part_checksums(info, static_cast<std::size_t>(number - 1)))
+        add_text(part, checksum_element(algorithm).c_str(), value);
       last = number;
     }
     add_text(parts, "NextPartNumberMarker", std::to_string(last));

@@ -190,7 +190,7 @@ Result<ObjectInfo> SqliteStore::complete_upload(
         return fail(StoreErrc::invalid_part_order, "parts must be listed in ascending order");
       }
       auto q = ctx.db.query(
-          "SELECT blob, size, etag FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
+          "SELECT blob, size, etag, checksums FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
       if (!q->bind(1, upload_id).bind(2, std::int64_t{number}).step()) {
         return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " not uploaded");
       }
@@ -198,7 +198,7 @@ Result<ObjectInfo> SqliteStore::complete_upload(
       if (stored != normalise_etag(etag)) {
         return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " etag mismatch");
       }
-      object.parts.push_back(BlobRef{q->text(0), q->int64(1)});
+      object.parts.push_back(BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(3))});
       etags.push_back(stored);
     }
     auto etag = multipart_etag(etags);

@@ -59,11 +59,11 @@ std::vector<BlobRef> SqliteStore::version_parts(sqlite::Db& db, std::int64_t buc
                                                 std::string_view key, Seq seq) {
   std::vector<BlobRef> parts;
   auto q = db.query(
-      "SELECT blob, size FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3 "
+      "SELECT blob, size, checksums FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3 "
       "ORDER BY part_no");
   q->bind(1, bucket_id).bind(2, key).bind(3, seq);
   while (q->step())
-    parts.push_back(BlobRef{q->text(0), q->int64(1)});
+    parts.push_back(BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(2))});
   return parts;
 }
 
@@ -171,7 +171,9 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
     // The new row takes its blob references before the previous version drops its own, so
     // an overwrite with the same content never sees a refcount of zero.
     const auto& parts = object->parts;
-    const bool inline_blob = parts.size() == 1;
+    // One blob is kept in the row itself, unless it is a part with checksums of its own (a
+    // one-part multipart upload): those are kept in the manifest.
+    const bool inline_blob = parts.size() == 1 && parts.front().checksums.empty();
     auto q = ctx.db.query(
         "INSERT INTO versions(bucket_id, key, seq, kind, blob, size, nparts, etag, "
         "content_type, user_meta, checksums) VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
@@ -191,17 +193,22 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
         .bind(10, checksums ? std::optional<std::string_view>(*checksums) : std::nullopt)
         .run();
     if (!inline_blob) {
+      std::vector<std::optional<std::string>> part_checksums;
+      for (const auto& part : parts)
+        part_checksums.push_back(encode_metadata(part.checksums));
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ctx.db
             .query(
-                "INSERT INTO version_parts(bucket_id, key, seq, part_no, blob, size) "
-                "VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
+                "INSERT INTO version_parts(bucket_id, key, seq, part_no, blob, size, checksums) "
+                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)")
             ->bind(1, bucket.id)
             .bind(2, key)
             .bind(3, seq)
             .bind(4, static_cast<std::int64_t>(i + 1))
             .bind(5, std::string_view(parts[i].hash))
             .bind(6, parts[i].size)
+            .bind(7, part_checksums[i] ? std::optional<std::string_view>(*part_checksums[i])
+                                       : std::nullopt)
             .run();
       }
     }

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS version_parts(
   part_no INTEGER NOT NULL,
   blob TEXT NOT NULL,
   size INTEGER NOT NULL,
+  checksums TEXT,                              -- the part's x-amz-checksum-* values
   PRIMARY KEY(bucket_id, key, seq, part_no),
   FOREIGN KEY(bucket_id, key, seq) REFERENCES versions(bucket_id, key, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blobs(
@@ -120,15 +121,18 @@ void migrate_key_roles(sqlite::Db& db) {
       "AND state=0) WHERE bucket<>'*'");
 }
 
-// Data directories made before parts kept their x-amz-checksum-* values.
+// Data directories made before parts kept their x-amz-checksum-* values (while uploading,
+// then in the completed object).
 void migrate_part_checksums(sqlite::Db& db) {
-  bool has_checksums = false;
-  {
-    auto q = db.query("SELECT name FROM pragma_table_info('upload_parts')");
-    while (q->step())
-      has_checksums = has_checksums || q->view(0) == "checksums";
+  for (const std::string table : {"upload_parts", "version_parts"}) {
+    bool has_checksums = false;
+    {
+      auto q = db.query("SELECT name FROM pragma_table_info('" + table + "')");
+      while (q->step())
+        has_checksums = has_checksums || q->view(0) == "checksums";
+    }
+    if (!has_checksums) db.exec(("ALTER TABLE " + table + " ADD COLUMN checksums TEXT").c_str());
   }
-  if (!has_checksums) db.exec("ALTER TABLE upload_parts ADD COLUMN checksums TEXT");
 }
 
 BucketRow bucket_from(const sqlite::Stmt& s) {
@@ -672,6 +676,16 @@ Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
 
 fs::path SqliteStore::blob_path(const BlobRef& blob) const {
   return blobs_.path_of(blob.hash);
+}
+
+Result<std::vector<BlobRef>> SqliteStore::list_blobs() {
+  return read([&](sqlite::Db& db) -> Result<std::vector<BlobRef>> {
+    std::vector<BlobRef> blobs;
+    auto q = db.query("SELECT hash, size FROM blobs ORDER BY hash");
+    while (q->step())
+      blobs.push_back(BlobRef{q->text(0), q->int64(1)});
+    return blobs;
+  });
 }
 
 fs::path SqliteStore::tmp_dir() const {

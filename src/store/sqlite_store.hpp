@@ -109,6 +109,7 @@ class SqliteStore final : public Store {
 
   Result<BlobRef> write_blob(std::string_view content) override;
   std::filesystem::path blob_path(const BlobRef& blob) const override;
+  Result<std::vector<BlobRef>> list_blobs() override;
   std::filesystem::path tmp_dir() const override;
   Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                              std::string_view sha256_hex) override;

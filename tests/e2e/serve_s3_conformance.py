@@ -11,6 +11,7 @@ presigned expiry, EncodingType=url listings and the bucket location.
 
 import base64
 import contextlib
+import hashlib
 import os
 import sys
 import time
@@ -83,8 +84,9 @@ def upload(s3, bucket, key, bodies, **create):
         r = s3.upload_part(Bucket=bucket, Key=key, UploadId=up["UploadId"], PartNumber=number,
                            Body=body, **extra)
         part = {"PartNumber": number, "ETag": r["ETag"]}
-        if "ChecksumCRC32" in r:
-            part["ChecksumCRC32"] = r["ChecksumCRC32"]
+        for name in ("ChecksumCRC32", "ChecksumCRC32C", "ChecksumSHA1", "ChecksumSHA256"):
+            if name in r:
+                part[name] = r[name]
         parts.append(part)
     return up, parts
 
@@ -161,10 +163,31 @@ def multipart_checksums(s3, b):
     got = s3.get_object(Bucket=b, Key="crc", ChecksumMode="ENABLED")
     check_eq("GetObject ChecksumCRC32", composite, got.get("ChecksumCRC32"))
     check(got["Body"].read() == first + second, "the composite-checksum object reads back")
-    # boto3 validates full-object checksums it is given: a part GET must not carry one.
-    part = s3.get_object(Bucket=b, Key="crc", PartNumber=2, ChecksumMode="ENABLED")
-    check(part["Body"].read() == second, "part 2 of the checksummed object")
-    check("ChecksumCRC32" not in part, "no whole-object checksum on a part GET")
+    # boto3 validates the checksums it is given: a part GET carries that part's, not the
+    # whole object's, and each part keeps its own after Complete (as S3).
+    for number, body in ((1, first), (2, second)):
+        part = s3.get_object(Bucket=b, Key="crc", PartNumber=number, ChecksumMode="ENABLED")
+        check(part["Body"].read() == body, f"part {number} of the checksummed object")
+        check_eq(f"GetObject part {number} ChecksumCRC32", crc32_b64(body),
+                 part.get("ChecksumCRC32"))
+        head = s3.head_object(Bucket=b, Key="crc", PartNumber=number, ChecksumMode="ENABLED")
+        check_eq(f"HeadObject part {number} ChecksumCRC32", crc32_b64(body),
+                 head.get("ChecksumCRC32"))
+    attrs = s3.get_object_attributes(Bucket=b, Key="crc", ObjectAttributes=["ObjectParts"])
+    check_eq("GetObjectAttributes ObjectParts checksums",
+             [(1, len(first), crc32_b64(first)), (2, len(second), crc32_b64(second))],
+             [(p["PartNumber"], p["Size"], p.get("ChecksumCRC32"))
+              for p in attrs["ObjectParts"].get("Parts", [])])
+
+    step("a one-part upload keeps its part's checksum too")
+    only = os.urandom(1000)
+    up, parts = upload(s3, b, "one-part", [only], ChecksumAlgorithm="SHA256")
+    s3.complete_multipart_upload(Bucket=b, Key="one-part", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": parts})
+    attrs = s3.get_object_attributes(Bucket=b, Key="one-part", ObjectAttributes=["ObjectParts"])
+    check_eq("the one part's ChecksumSHA256",
+             base64.b64encode(hashlib.sha256(only).digest()).decode(),
+             attrs["ObjectParts"]["Parts"][0].get("ChecksumSHA256"))
 
     step("a wrong checksum or Content-MD5 is BadDigest")
     check_eq("wrong ChecksumCRC32", (400, "BadDigest"),

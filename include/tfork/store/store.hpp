@@ -94,13 +94,16 @@ struct SnapshotInfo {
   Seq created = 0;
 };
 
+// x-amz-meta-* (names lowercased, no prefix)
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 struct BlobRef {
   std::string hash;  // sha256 hex of the content
   std::int64_t size = 0;
+  // As a part of a multipart object: the part's x-amz-checksum-* values, e.g. {"crc32",
+  // "<base64>"}, kept after Complete (GetObjectAttributes and partNumber reads answer them).
+  Metadata checksums{};
 };
-
-// x-amz-meta-* (names lowercased, no prefix)
-using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 struct ObjectInfo {
   std::string key;
@@ -219,6 +222,8 @@ class Store {
   // ---- blobs: written before any row names them
   virtual Result<BlobRef> write_blob(std::string_view content) = 0;
   virtual std::filesystem::path blob_path(const BlobRef& blob) const = 0;
+  // Every blob the store records (hash and size), by hash: what `tfork serve --verify` checks.
+  virtual Result<std::vector<BlobRef>> list_blobs() = 0;
 
   // ---- objects
   virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,

@@ -241,11 +241,26 @@ TEST_CASE("multipart checksums: the algorithm echoed, part checksums, a composit
   CHECK_FALSE(server.head("/bucket-a/mp").header("x-amz-checksum-crc32"));
   const auto got = server.get("/bucket-a/mp", {{"x-amz-checksum-mode", "ENABLED"}});
   CHECK(*got.header("x-amz-checksum-crc32") == composite);
-  // A part of it is not the whole object: no whole-object checksum.
+  // A part of it is not the whole object: not the whole object's checksum, the part's own,
+  // kept after Complete (as S3 answers), and only when asked.
   const auto part = server.get("/bucket-a/mp?partNumber=2", {{"x-amz-checksum-mode", "ENABLED"}});
   CHECK(part.status == 206);
-  CHECK_FALSE(part.header("x-amz-checksum-crc32"));
-  CHECK_FALSE(part.header("x-amz-checksum-type"));
+  REQUIRE(part.header("x-amz-checksum-crc32"));
+  CHECK(*part.header("x-amz-checksum-crc32") == checksum_of("crc32", second));
+  const auto part_head =
+      server.head("/bucket-a/mp?partNumber=1", {{"x-amz-checksum-mode", "ENABLED"}});
+  REQUIRE(part_head.header("x-amz-checksum-crc32"));
+  CHECK(*part_head.header("x-amz-checksum-crc32") == checksum_of("crc32", first));
+  CHECK_FALSE(server.get("/bucket-a/mp?partNumber=2").header("x-amz-checksum-crc32"));
+  const auto attributes =
+      server.get("/bucket-a/mp?attributes", {{"x-amz-object-attributes", "ObjectParts"}});
+  CHECK(attributes.status == 200);
+  CHECK(contains(attributes.body, "<PartNumber>1</PartNumber><Size>" +
+                                      std::to_string(first.size()) + "</Size><ChecksumCRC32>" +
+                                      checksum_of("crc32", first) + "</ChecksumCRC32>"));
+  CHECK(contains(attributes.body, "<PartNumber>2</PartNumber><Size>" +
+                                      std::to_string(second.size()) + "</Size><ChecksumCRC32>" +
+                                      checksum_of("crc32", second) + "</ChecksumCRC32>"));
 
   CHECK(
       xml_value(server.post("/bucket-a/x?uploads", "", {{"x-amz-checksum-algorithm", "MD5"}}).body,

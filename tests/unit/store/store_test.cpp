@@ -560,6 +560,56 @@ TEST_CASE("uploads keep their checksum algorithm and their parts' checksums", "[
   CHECK(done->checksums == Metadata{{"crc32", "x-1"}});
   CHECK(store->get_object("m", "dir/a")->checksums == Metadata{{"crc32", "x-1"}});
   CHECK(store->list_uploads("m", "dir/")->size() == 1);
+  // The part keeps its own checksum in the object (even as its only part), after a reopen too.
+  REQUIRE(done->parts.size() == 1);
+  CHECK(done->parts[0].checksums == Metadata{{"crc32", "AAAAAA=="}});
+  store.reset();
+  store = open_store(dir.path());
+  const auto reread = store->get_object("m", "dir/a");
+  REQUIRE(reread);
+  REQUIRE(reread->parts.size() == 1);
+  CHECK(reread->parts[0].checksums == Metadata{{"crc32", "AAAAAA=="}});
+  CHECK(reread->parts[0].hash == blob->hash);
+}
+
+TEST_CASE("a completed multipart object keeps each part's checksum", "[store]") {
+  TempDir dir;
+  {
+    auto store = open_store(dir.path());
+    REQUIRE(store->create_bucket("m", false));
+  }
+  // A data directory from before completed parts kept checksums: the column is added on open.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path() / "meta.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "ALTER TABLE version_parts DROP COLUMN checksums", nullptr, nullptr,
+                         nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = open_store(dir.path());
+  NewObject meta;
+  meta.checksums = {{"sha256", ""}};
+  auto upload = store->create_upload("m", "big", meta);
+  REQUIRE(upload);
+  std::vector<std::pair<int, std::string>> listed;
+  for (int i = 1; i <= 3; ++i) {
+    const auto body = "part " + std::to_string(i);
+    auto blob = store->write_blob(body);
+    REQUIRE(blob);
+    const auto etag = crypto::to_hex(crypto::md5(body));
+    REQUIRE(store->put_part(upload->upload_id, i, *blob, etag,
+                            {{"sha256", "sum-" + std::to_string(i)}}));
+    listed.emplace_back(i, etag);
+  }
+  REQUIRE(store->complete_upload(upload->upload_id, listed, Metadata{{"sha256", "all-3"}}));
+  const auto object = store->get_object("m", "big");
+  REQUIRE(object);
+  REQUIRE(object->parts.size() == 3);
+  for (int i = 0; i < 3; ++i)
+    CHECK(object->parts[i].checksums == Metadata{{"sha256", "sum-" + std::to_string(i + 1)}});
+  // A copy of the object keeps them too (it names the same parts).
+  REQUIRE(store->copy_object("m", "big", std::nullopt, "m", "copy", std::nullopt));
+  CHECK(store->get_object("m", "copy")->parts[2].checksums == Metadata{{"sha256", "sum-3"}});
 }
 
 TEST_CASE("access keys: create, get, list, update roles, delete", "[store]") {
