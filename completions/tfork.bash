@@ -23,7 +23,7 @@ _tfork_options() {
     'fork exec') echo '--manifest --parallel --logs --timeout' ;;
     'fork merge') echo '--into --no-snapshot' ;;
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
+    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;

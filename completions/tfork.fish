@@ -170,6 +170,7 @@ complete -c tfork -n '__tfork_at \'serve\'' -l quirks -x -d 'Behave like the rea
 complete -c tfork -n '__tfork_at \'serve\'' -l consistency-delay -x -d 'New buckets stay invisible to HeadBucket and listings, deleted ones...'
 complete -c tfork -n '__tfork_at \'serve\'' -l max-connections -x -d 'Connections open at once; a few more are answered 503 SlowDown and ...'
 complete -c tfork -n '__tfork_at \'serve\'' -l head-timeout -x -d 'A request\'s line and headers must arrive within S seconds of the co...'
+complete -c tfork -n '__tfork_at \'serve\'' -l verify -d 'Start no server: check every blob in --data against its SHA-256, pr...'
 complete -c tfork -n '__tfork_at \'snapshot\'' -a 'ls' -d 'List a bucket\'s snapshots, newest first'
 complete -c tfork -n '__tfork_at \'snapshot\'' -a 'prune' -d 'Delete old snapshots, in parallel'
 complete -c tfork -n '__tfork_at \'snapshot\'' -a 'rm' -d 'Delete snapshots, in parallel'

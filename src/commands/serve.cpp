@@ -29,6 +29,7 @@ struct ServeCliOptions {
   int consistency_delay_ms = 0;
   int max_connections = 4096;
   int head_timeout_seconds = 30;
+  bool verify = false;
 };
 
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
@@ -126,6 +127,14 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
 cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment& env) {
   const auto options = to_serve_options(cli, env);
   cli::CommandResult result;
+  if (cli.verify) {
+    // A scrub, no server: one line per bad blob, then the counts (stdout); exit 1 if any.
+    result.error = modules::serve().verify_store(options, [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    });
+    return result;
+  }
   result.error = modules::serve().run_server(
       options, [&](int port, const std::string& access_key, const std::string& secret_key) {
         // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
@@ -188,6 +197,9 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "A request's line and headers must arrive within S seconds of the connection "
                    "opening or the previous response, else the connection is closed (default 30)")
       ->type_name("S");
+  command->add_flag("--verify", cli->verify,
+                    "Start no server: check every blob in --data against its SHA-256, print each "
+                    "corrupt or missing one and the counts; exit 1 if any");
   cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
 

@@ -6,7 +6,8 @@
 namespace {
 
 constexpr tfork::modules::ServeModule k_module{
-    sizeof(tfork::modules::ServeModule), tfork::k_version, __VERSION__, tfork::server::run_server};
+    sizeof(tfork::modules::ServeModule), tfork::k_version, __VERSION__, tfork::server::run_server,
+    tfork::server::verify_store};
 
 }  // namespace
 

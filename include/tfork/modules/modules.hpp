@@ -39,6 +39,9 @@ struct ServeModule {
   // server::run_server: runs until SIGINT/SIGTERM; why it could not start, or nullopt.
   std::optional<Error> (*run_server)(const server::ServeOptions& options,
                                      const ReadyCallback& on_ready);
+  // server::verify_store: `tfork serve --verify`.
+  std::optional<Error> (*verify_store)(const server::ServeOptions& options,
+                                       const std::function<void(const std::string&)>& report);
 };
 
 // The modules, loaded on first use and checked against this build. Throw TforkError

@@ -39,6 +39,13 @@ std::optional<Error> run_server(const ServeOptions& options,
                                 const std::function<void(int port, const std::string& access_key,
                                                          const std::string& secret_key)>& on_ready);
 
+// `tfork serve --verify`: checks every blob of options.data_dir against its SHA-256 and its
+// recorded size, without starting a server. `report` gets one line per corrupt or missing
+// blob, then a summary line. An error (exit 1) when a blob is bad or the data directory cannot
+// be opened (not a tfork data directory, or a server holds it); nullopt when all is well.
+std::optional<Error> verify_store(const ServeOptions& options,
+                                  const std::function<void(const std::string& line)>& report);
+
 struct RootCredentials {
   std::string access_key;
   std::string secret_key;
