@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Project-wide settings as an INTERFACE target, linked PRIVATE by our own code only
 # (never by third-party code), so warnings and sanitizers never leak into dependencies.
 add_library(tfork_settings INTERFACE)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/cli/command.hpp"
 
 #include "tfork/cli/context.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/cli/config.hpp"
 
 #include "tfork/core/ascii.hpp"

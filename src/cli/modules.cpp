@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The executable's side of tfork/modules/modules.hpp: load, check, cache.
 #include "tfork/modules/modules.hpp"
 

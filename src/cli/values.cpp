@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/cli/values.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork bucket create | rm (cli.md §2, §6; tigris-wire.md §2.1, §2.7, §2.10).
 #include "tfork/commands/bucket.hpp"
 

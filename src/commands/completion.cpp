@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork completion bash|zsh|fish (cli.md §2): prints a completion script generated from the
 // CLI11 command tree at run time, so it always matches the binary. The same scripts are
 // committed under completions/ (tests/e2e/completion.sh checks that they do not drift).

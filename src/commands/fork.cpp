@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork fork create | env (cli.md §2, §4), and the `fork` group that also holds `fork head`
 // and `fork ls` (fork_inspect.cpp). The workflow lives in tfork/workflow; this file parses
 // options, calls it and renders.

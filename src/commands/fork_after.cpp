@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork fork diff | merge | rebase (cli.md §10): what an agent changed, keeping the winner,
 // and moving a fork onto its parent's present. Registered under the `fork` group by
 // register_fork (fork.cpp).

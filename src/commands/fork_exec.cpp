@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork fork exec and tfork run (cli.md §10, §11): one process per agent, each with exactly
 // its fork's environment, in parallel; a result row per agent, each agent's end recorded in
 // the manifest; exit 0 / 7 / 130 / 143. `run` is fork create + fork exec + teardown of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork fork head | ls (cli.md §2, §6; tigris-wire.md §2.7, §2.8c). Registered under the
 // `fork` group by register_fork (fork.cpp).
 #include "tfork/cli/context.hpp"

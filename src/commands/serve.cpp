@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tfork serve` (cli.md §8): run the local Tigris-compatible store until SIGINT/SIGTERM.
 #include "tfork/commands/serve.hpp"
 

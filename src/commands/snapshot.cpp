@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork snapshot take | ls | rm (cli.md §2, §6; tigris-wire.md §1.4, §2.3–2.5).
 #include "tfork/commands/snapshot.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork teardown (cli.md §5): from manifests, from fork names, or every fork of a source with
 // a prefix. The manifest files are left in place (a re-run reads them again and finds
 // everything already gone). The workflow lives in tfork/workflow/teardown.

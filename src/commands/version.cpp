@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork version: prints the version (also `tfork --version`).
 #include "tfork/commands/version.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reflected (LSB-first) CRCs, slicing-by-8 over compile-time tables. All three checksums
 // S3 accepts in x-amz-checksum-* are reflected with init and xorout all ones, so one
 // template covers them; the polynomials below are the reflected forms.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hex and base64 (RFC 4648 §4, standard alphabet with padding).
 
 #include "tfork/crypto/hash.hpp"

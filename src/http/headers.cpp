@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Header lookup and the redaction rules of cli.md §7: no secret key, session token or
 // Authorization signature ever reaches a log line.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry rules of cli.md §7 that do not depend on libcurl.
 
 #include "tfork/http/transport.hpp"

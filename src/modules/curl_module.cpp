@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tfork-curl.so module: the libcurl transport behind one C entry point
 // (tfork/modules/modules.hpp).
 #include "tfork/modules/modules.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tfork-serve.so module: the local store (SQLite, libmicrohttpd) behind one C entry point
 // (tfork/modules/modules.hpp).
 #include "tfork/modules/modules.hpp"

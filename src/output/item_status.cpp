@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/output/item_status.hpp"
 
 namespace tfork::output {

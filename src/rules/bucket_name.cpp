@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/rules/bucket_name.hpp"
 
 #include <string>

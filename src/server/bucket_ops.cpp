@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bucket, snapshot and fork operations (tigris-wire §2, server-design §6.3).
 #include "tfork/core/ascii.hpp"
 #include "tfork/server/operations.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/server/fault_injection.hpp"
 
 #include "tfork/server/errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The socket layer of `tfork serve` over GNU libmicrohttpd (see http_server.hpp for why).
 //
 // Per request, libmicrohttpd calls on_request several times on the connection's event thread:

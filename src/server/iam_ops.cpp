@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Tigris IAM actions on the S3 port (tigris-wire §3.2, §3.3): form-encoded POSTs with
 // JSON answers. Errors are JSON {"Code","Message"} (handler.cpp).
 #include "tfork/server/operations.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ListObjectsV2 and ListObjects v1 over the store's merged listing (server-design §5.5, §6.5).
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/listing.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multipart uploads (server-design §6.6: parts are blobs, Complete writes a manifest).
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/object_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Object operations (server-design §5.4, §5.6, §6.4, §6.6; tigris-wire §2.9 snapshot reads).
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/object_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // POST /?func=presign: a presigned URL minted by the server for one of its keys, as the
 // Tigris gateway does for the Tigris CLI's `presign` and @tigrisdata/storage's
 // getPresignedUrl (the client names the key; the server holds every key's secret).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Root credentials of `tfork serve` (cli.md §8): flags, else environment, else a pair
 // generated once and kept in the data directory with mode 0600.
 #include "tfork/crypto/hash.hpp"

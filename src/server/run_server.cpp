@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tfork serve` put together (cli.md §8): the data directory, the store, the handler with its
 // fault injection, the HTTP server, and the wait for SIGINT/SIGTERM — one job per function.
 #include "tfork/server/fault_injection.hpp"

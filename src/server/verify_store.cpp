@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tfork serve --verify` (issue 9 §4): a scrub of the data directory. Every blob the store
 // records is read back and hashed; a file that is gone, has another size or hashes to
 // something else is reported on its own line. No server is started, and nothing is changed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/server/xml_render.hpp"
 
 #include "tfork/server/time_format.hpp"

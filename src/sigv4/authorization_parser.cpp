@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of the Authorization header value for verification (server-design.md §5.2):
 // "AWS4-HMAC-SHA256 Credential=AK/20150830/us-east-1/service/aws4_request,
 //  SignedHeaders=host;x-amz-date, Signature=<64 hex>". SDKs differ in the separator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical headers and signed headers, steps 4 and 5 of "Create a canonical request"
 // (AWS General Reference, SigV4).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical query string, step 3 of "Create a canonical request" (AWS General Reference,
 // SigV4): each name and value URI-encoded, sorted by name then value, "name=value" joined
 // by '&'; a parameter without '=' is written "name=" (S3: "?lifecycle" -> "lifecycle=").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Create a canonical request" (AWS General Reference, SigV4, task 1):
 // method \n URI \n query \n headers (each ending in \n) \n signed names \n payload hash.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical URI, step 2 of "Create a canonical request" (AWS General Reference, SigV4).
 
 #include "tfork/sigv4/signer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole operations: header signing and query (presigned URL) signing.
 
 #include "tfork/sigv4/signer.hpp"

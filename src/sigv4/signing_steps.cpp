@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SigV4 tasks 2–4 (AWS General Reference): string to sign, signing key, signature.
 
 #include "tfork/crypto/hash.hpp"

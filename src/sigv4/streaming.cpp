@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strings to sign of aws-chunked uploads (S3 API Reference, "Signature Calculations for the
 // Authorization Header: Transferring Payload in Multiple Chunks" and "... Including Trailing
 // Headers"). Each chunk signature chains on the previous one, starting from the seed

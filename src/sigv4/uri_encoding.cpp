@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Percent-encoding as SigV4 defines it ("UriEncode" in the S3 API Reference, "Signature
 // Calculations for the Authorization Header"): every byte outside RFC 3986 unreserved
 // (A-Z a-z 0-9 - _ . ~) becomes %XY with uppercase hex; '/' is kept only in paths.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Access keys with per-bucket roles (server-design.md §6.9, tigris-wire.md §3).
 
 #include "tfork/crypto/hash.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Content-addressed immutable blob files (server-design.md §6.1, §6.6 step 4, §6.7 blob
 // sweep): blobs/ab/cd/<sha256hex>, written to tmp/ first and renamed into place, so a blob

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ListObjects through a fork chain: a k-way merge of one ordered cursor per layer
 // (server-design.md §6.5, after lakeFS's CombinedIterator + FilterTombstoneIterator).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging a fork into its parent and rebasing a fork onto its parent (tigris-wire §2.11).
 // Both touch only what the fork itself wrote, never what is visible through it.
 

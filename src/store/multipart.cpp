@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multipart uploads (server-design.md §6.6): parts are ordinary blobs referenced by
 // upload_parts; completion writes a version whose manifest is version_parts, so nothing is
 // concatenated and GET streams the parts in order.

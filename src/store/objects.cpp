@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Object reads through the fork chain (server-design.md §6.4) and the write path (§6.6).
 
 #include "sqlite_store.hpp"

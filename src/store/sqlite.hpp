@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Thin RAII over the SQLite C API, private to the store (server-design.md §3, §6.8).
 // Failures throw DbError; the store turns them into StoreErrc::io at its public boundary,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Store implementation: SQLite metadata (WAL) + BlobFiles (server-design.md §6).
 // Split over several .cpp files by concern: sqlite_store.cpp (open, connections, seq, buckets,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store::open, the Store defaults, and small domain helpers shared by the engine's files.
 
 #include "tfork/crypto/hash.hpp"

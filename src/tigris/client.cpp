@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/tigris/client.hpp"
 
 #include "tfork/crypto/hash.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/agent_env.hpp"
 
 #include "tfork/output/render.hpp"

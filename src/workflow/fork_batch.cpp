@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/fork_batch.hpp"
 
 #include "tfork/output/progress.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/fork_diff.hpp"
 
 #include "tfork/tigris/buckets.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/teardown.hpp"
 
 #include "tfork/iam/access_keys.hpp"

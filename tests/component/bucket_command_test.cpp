@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork bucket create | rm against the recording transport: the exact requests (method, path,
 // X-Tigris headers signed), --exist-ok, --force, per-bucket statuses and the exit rule.
 #include "tfork/commands/bucket.hpp"

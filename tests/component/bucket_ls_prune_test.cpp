@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork bucket ls [--forks-of S] [--tree], snapshot prune and snapshot ls's FORKS against the
 // recording transport: the exact requests (the full listing with IncludeForkInfo, the
 // X-Tigris-Fork listing, ListBucketSnapshots, DeleteBucketSnapshot), which snapshots a rule

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared by the command component tests (bucket, snapshot, fork head/ls): a Client over the
 // recording FakeTransport, and readers for the recorded wire requests.

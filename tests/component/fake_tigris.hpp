@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A tiny in-memory Tigris behind FakeTransport, for the fork workflow tests: buckets with
 // their fork source, snapshots, and scoped keys, answering just the operations `fork create`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A recording fake transport for component tests: it keeps every request exactly as the
 // client would send it, and answers with a function of the test's choosing. Like the curl

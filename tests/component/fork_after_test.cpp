@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fork diff | merge | rebase and bucket set against the recording transport: the exact
 // requests each sends, in order, and what they refuse before sending anything.
 #include "tfork/commands/bucket.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fork create (cli.md §4) against a recording transport and an in-memory Tigris: the exact
 // requests, rollback, --keep-partial, --exist-ok, the manifest at every step, interruption.
 #include "tfork/workflow/fork_batch.hpp"

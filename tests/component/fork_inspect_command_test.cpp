@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork fork head | ls against the recording transport: HeadBucket in parallel with the fork
 // headers parsed, the X-Tigris-Fork listing with pagination, and the full-listing fallback.
 #include "tfork/commands/fork.hpp"

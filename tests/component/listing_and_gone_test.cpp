@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one fork listing and the "already gone" rules, across the commands that use them:
 // teardown --source pages through the same listing as fork ls and stops on a repeated token;
 // snapshot rm and teardown --delete-snapshot agree on what counts as already gone.

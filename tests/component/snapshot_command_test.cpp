@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tfork snapshot take | ls | rm against the recording transport: exact requests, the
 // X-Tigris headers signed, ListBucketSnapshots pagination, per-version statuses.
 #include "tfork/commands/snapshot.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // teardown's retry of a parent that still sees its just-deleted child (tigris-wire.md §7.3:
 // a 409 on a later wave is retried a few times), and workflows over a transport that reports
 // completions out of order, as the curl transport does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // teardown (cli.md §5, issue 7 §4) against a recording transport and an in-memory Tigris:
 // only HeadBucket-confirmed forks, every key whose roles are all on them, fork parents,
 // --recursive, 404s, refused parents, the manifest as it goes, the run's own snapshot.

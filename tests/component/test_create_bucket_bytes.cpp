@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exact bytes the client signs and sends for a snapshot-enabled CreateBucket
 // (tigris-wire.md §2.1): X-Tigris-Enable-Snapshot is sent and signed, the canonical request
 // is what an independent recomputation from the wire request gives, and nothing else is added.

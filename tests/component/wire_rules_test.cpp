@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The wire as the real service speaks it (issue 7 §5): addressing of dotted names, signing
 // regions, IAM "already gone", null in JSON, snapshot paging, re-signing of retries, a 409
 // on a create of ours, control characters from a server.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 7 §2, cli.md §11): an agent's environment is its fork and nothing else.
 # With the operator's root keys present in every variable a client could read (AWS_*,
 # TIGRIS_STORAGE_*, AWS_PROFILE with a profile file, a session token), the AWS CLI, boto3 and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: `bucket ls [--forks-of S] [--tree]`, `snapshot ls`'s FORKS count and `snapshot
 # prune` (cli.md §10) with the real binary against a real `tfork serve` (127.0.0.1, port 0):
 # the fork information of every bucket, the fork tree drawn and nested, and a careless user's

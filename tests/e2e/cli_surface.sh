@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: the command line as people type it (issue 11), with the real binary and a real
 # `tfork serve`: unknown commands named with the nearest one, synonyms (list, delete, remove,
 # new), `tfork help COMMAND`, bare `tfork`, usage errors that point at the right --help,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: the Debian AWS CLI v2 (s3api and s3) against a real `tfork serve`.
 # Covers bucket create/head/list/delete, object put/get/head/copy/delete with awkward keys,
 # paginated and delimited listings, multipart upload through `aws s3 cp`, DeleteObjects and

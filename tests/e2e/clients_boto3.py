@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: Debian boto3 (1.26 / botocore 1.29) against a real `tfork serve`.
 
 Plain S3: round trips with awkward keys, the ListObjectsV2 and ListObjects paginators

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: curl --aws-sigv4 against a real `tfork serve`.
 # Round trips (put/get/head/list/delete), then one error case after another: each must get
 # the exact S3 status and error code in an XML body, and the server must keep serving

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Helpers for the end-to-end tests that drive real third-party clients (AWS CLI, curl,
 # the npm AWS and Tigris SDKs) and the tfork CLI against a real `tfork serve`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: the npm clients locked in tests/node (AWS SDK v3 @aws-sdk/client-s3,
 # @tigrisdata/storage, @tigrisdata/iam) against a real `tfork serve`.
 #   tests/node/s3_client.mjs   aws-chunked streaming uploads with trailer checksums, CRC32

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: bucket create|rm, snapshot take|ls|rm, fork head|ls, --help and version with the
 # real binary against a real `tfork serve` (127.0.0.1, port 0). Checks the JSON documents of
 # cli.md §6 (field names and order, null, [] for empty lists) and the exit codes: 64 before

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: `tfork completion bash|zsh|fish`.
 #  1. The committed scripts under completions/ equal the command's output (no drift).
 #  2. Each script parses in its shell (bash -n, zsh -n, fish -n).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 11): `fork create SOURCE -n N` without --prefix names its forks
 # <source>-fork-<unix-ms>-<i>; for a long SOURCE the source part is cut short so that the
 # largest name still fits in a bucket name's 63 characters, and a cut that ends on '-' or '.'

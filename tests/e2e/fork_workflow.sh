@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end: fork create / fork env / teardown (cli.md §4, §5) with the real binary against a
 # real `tfork serve`, checked through an independent client (the AWS CLI) and raw IAM calls
 # (curl --aws-sigv4): snapshot isolation, key scoping, rollback, --keep-partial, retries under

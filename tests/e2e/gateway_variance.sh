@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 7 §7): the whole fork-per-agent workflow against `tfork serve` behaving like
 # the real gateway where it differs, once per --quirks entry and once with a consistency delay:
 # fork create with keys, isolation of each agent's key (boto3), teardown by manifest, by names,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install` lays out a working tfork: the binary finds its modules (tfork-curl.so,
 # tfork-serve.so) under <prefix>/lib/tfork, and the man page and completions are in place.
 source "$(dirname "$0")/lib.sh"

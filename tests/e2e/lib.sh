@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Helpers for end-to-end tests of `tfork serve` driven by curl (and reusable by any test
 # that needs a running server).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The loadable modules (tfork/core/module.hpp): a command that needs a module which is missing,
 # unloadable or from another build fails with one clear line (and the JSON error with --json)
 # and exit 1; a command that needs no module (version) still works.

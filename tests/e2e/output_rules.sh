@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 11, tables and JSON): the real binary against a real `tfork serve`.
 # Every table prints times as "2026-11-30 09:26:19" (UTC) in an aligned column, every JSON
 # time is RFC 3339 in whole seconds ("…T09:26:19Z"), listings sort names naturally (run-2

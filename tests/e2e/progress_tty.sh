@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 11): a live progress line for every batch — fork create (forks, keys),
 # teardown, bucket rm, snapshot rm — with done/total, failures and elapsed time, redrawn in
 # place on a terminal; nothing when stderr is not a terminal, with -q or with --no-progress.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (cli.md §10–§11, issue 8): SIGINT and SIGTERM reach every agent of `fork exec`,
 # which then exits 130/143 with each agent's end recorded; and a `tfork run` interrupted at
 # any moment (while forking, while its agents run, while it tears down, and at random

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end, over real sockets: how `tfork serve` bounds connections (issue 9 §2).
 
 * The connection cap (`--max-connections N`): with N connections open, the next one gets a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `tfork serve` against curl --aws-sigv4: S3 round trips, snapshots, forks, a scoped key
 # minted through IAM, force delete, survival of bad input, and a kill -9 crash test.
 source "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `tfork serve --latency` keeps each request's own delay under concurrency, and
 # `--fail-rate` answers 503 SlowDown (cli.md §8).
 source "$(dirname "$0")/lib.sh"

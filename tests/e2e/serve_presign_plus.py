@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: presigned URLs whose key and parameters hold '+' and a space (issue 9 §3).
 
 URLs made by boto3 and by the AWS CLI (`aws s3 presign`, SigV4), fetched with curl:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: deleting a big bucket does not stall the server, and survives kill -9
 (issue 9 §4).
 

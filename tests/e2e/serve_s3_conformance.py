@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: what current S3 clients expect of `tfork serve` (issue 9 §5), with boto3.
 
 Conditional writes (If-None-Match / If-Match on PutObject and CompleteMultipartUpload),

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end, over real sockets: the HTTP layer of `tfork serve` (issue 9 §1, §2).
 
 * An anonymous request never gets its body read: a compressed bomb (4 MiB of gzip that would

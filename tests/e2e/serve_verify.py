@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: `tfork serve --verify`, the scrub of a data directory (issue 9 §4).
 
 A data directory filled by a real server (plain and multipart objects) verifies clean; after a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (cli.md §10): `run` 8 agents that each write a different file, keep the ones
 # that succeeded, diff one, merge it into the source, and check the source through boto3 and
 # @tigrisdata/storage; fork rebase, bucket set, and merge's refusals.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start and stop a real `tfork serve` for the Python end-to-end tests.
 
     from tfork_server import TforkServer, skip, check, check_eq

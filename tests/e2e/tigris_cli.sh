@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 9 §5): the official Tigris CLI (@tigrisdata/cli, locked in tests/node)
 # against a real `tfork serve`. `tigris buckets get` and `tigris stat t3://B` (GET
 # /B?metadata&with-size=true) show a bucket's object count and size, through a fork chain

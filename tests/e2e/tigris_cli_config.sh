@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end (issue 11, README "Pointing tfork at Tigris"): credentials the Tigris CLI saved in
 # ~/.tigris/config.json are read last, after the environment and the AWS profiles. The real
 # binary runs with nothing but HOME (a temporary one holding such a file) against a real

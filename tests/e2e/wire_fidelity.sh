@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end wire fidelity, both ways, between the official Tigris SDKs
 # (@tigrisdata/storage, @tigrisdata/iam; tests/node/wire_fidelity.mjs) and the tfork CLI,
 # against one real `tfork serve`:

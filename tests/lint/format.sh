@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every C++ file is formatted with the committed .clang-format.
 set -euo pipefail
 cd "${TFORK_SOURCE_DIR:?}"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # man/tfork.1 renders without warnings, and documents every subcommand and global option
 # that `tfork --help` shows.
 set -euo pipefail

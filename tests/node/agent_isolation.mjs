@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run by tests/e2e/agent_isolation.sh inside `tfork fork exec` (here, beside node_modules): @tigrisdata/storage with its
 // configuration from the environment (TIGRIS_STORAGE_*; only path style is set in code, for
 // the 127.0.0.1 endpoint) writes its own fork and is denied on the source and a sibling.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The baseline for `scripts/bench`: agent-kit's createForks / teardownForks algorithm
 // (tigris-wire.md §5), run through the official @tigrisdata/storage and @tigrisdata/iam SDKs:
 // one snapshot, then for each fork in turn create the fork and then its key; teardown deletes,

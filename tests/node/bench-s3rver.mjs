@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // s3rver (a Node.js fake S3 server, locked in package.json) for the side-by-side small-object
 // benchmark of `scripts/bench`: listens on 127.0.0.1, a free port, stores under DIR, creates
 // BUCKET, prints "port <n>" once ready and runs until killed. Its keys are S3RVER/S3RVER.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small-object throughput for `scripts/bench` (issue 9 §2): 4 KiB PUT, GET and a 100-key
 // ListObjectsV2 page, CONCURRENCY requests in flight, every URL presigned beforehand (SigV4
 // query signing, below) so that the client does no signing work while it is timed, sent with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Store benchmarks for `scripts/bench` (issue: fork/snapshot creation at 10 vs N objects,
 // a 1000-key ListObjectsV2 page through a three-level fork chain, small PUTs per second),
 // measured from a real client (@aws-sdk/client-s3 and @tigrisdata/storage) against a running

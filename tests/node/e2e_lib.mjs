@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the JavaScript end-to-end scripts run by tests/e2e/*.sh against a real
 // `tfork serve`. The server's environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY) comes from the printed `export` lines.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // @tigrisdata/storage's mergeFork and rebaseFork against `tfork serve` (tigris-wire §2.11):
 // a fork's writes and deletes land in its source, answered with the source's new snapshot
 // version; a sibling keeps its view; a merge from a non-direct fork is refused; rebase makes

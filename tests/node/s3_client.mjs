@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // @aws-sdk/client-s3 (v3, with the January 2025 checksum defaults) against `tfork serve`:
 // streaming upload (aws-chunked + trailer checksum), regular put with CRC32, explicit
 // SHA256/CRC32C checksums, a wrong checksum, DeleteObjects with a checksum and no

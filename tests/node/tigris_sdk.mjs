@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The official Tigris SDKs (@tigrisdata/storage, @tigrisdata/iam) against `tfork serve`:
 // snapshot-enabled bucket, a snapshot whose name has spaces, listBucketSnapshots, forks
 // from that snapshot, getBucketInfo fork info, listForks, reads at a snapshot version,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wire fidelity between the official Tigris SDKs and the tfork CLI (driven by
 // tests/e2e/wire_fidelity.sh). Sub-commands:
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package: `cpack` builds tfork_<version>_<arch>.deb from the release build, apt-get
 # installs it (its dependencies come from the package's own Depends line), and the installed
 # files work on their own: the binary and its modules, the man page, the completions in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How a command meets the root. Each command has a `register_x(parent, context)` that adds its
 // CLI11 subcommand and, with `on_run`, what it does; src/cli/root.cpp calls them from one

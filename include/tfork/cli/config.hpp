@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Endpoint, region and credential resolution (cli.md §3): the chains users know from the
 // AWS tools and the Tigris CLI, first match wins. Pure over an injected environment so tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What every command gets: the global options (cli.md §3), the configuration and client
 // (resolved lazily, so `tfork version` or `fork env` never read credentials), the renderer,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The CLI11 root: global options (cli.md §3) and every registered subcommand.
 

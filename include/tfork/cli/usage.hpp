@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The command line as people type it (issue 11): the words they use for a command (aliases),
 // what they meant when a word is not a command, and where to look for help.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Option values checked in words (issue 11): each check names the option as typed in its
 // help, says what it needs and shows what it got, instead of CLI11's generic "Value 0 not in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // tfork completion bash|zsh|fish (cli.md §2): scripts generated from the CLI11 tree.
 

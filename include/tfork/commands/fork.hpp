@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // tfork fork create | env | head | ls (cli.md §2, §4, §6; tigris-wire.md §2.7, §2.8c). The
 // create workflow lives in tfork/workflow; `fork head` and `fork ls` are here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // tfork serve (cli.md §8): the local Tigris-compatible store. The server lives in
 // tfork/server/serve.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // tfork teardown (cli.md §5). The workflow lives in tfork/workflow/teardown.hpp.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ASCII text helpers for protocol text (header names, query keys, INI files), where case and
 // whitespace rules are ASCII-only and must not depend on the C locale.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Loading tfork's own optional modules. libcurl (with its GnuTLS, Kerberos and LDAP tree) and
 // the local store's SQLite + cpp-httplib cost several milliseconds and megabytes to load, so

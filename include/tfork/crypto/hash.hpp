@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Hashes, MACs and encodings over OpenSSL (and small table-driven CRCs). Domain-free.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The only door to the network. libcurl lives behind this interface (src/http/); tests can
 // swap in a recording fake. Requests arrive fully formed and signed: the transport never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tigris IAM access keys with per-bucket roles (tigris-wire.md §3): form-encoded POSTs to the
 // IAM endpoint with JSON answers.

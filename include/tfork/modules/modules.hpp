@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The contract between the tfork executable and its loadable modules (tfork/core/module.hpp
 // says why they exist: libcurl and the local store cost more to load than all the rest).

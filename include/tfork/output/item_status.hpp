@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The outcome of one item of a batch (a bucket deleted, a snapshot deleted, a fork created or
 // torn down): a status word and, when the item failed, why. One JSON form and one table form

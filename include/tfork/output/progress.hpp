@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Progress of a batch on stderr (issue 11): on a terminal, one line redrawn in place with the
 // items done of the total, the failures and the elapsed time, ticking every second while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Renderers: stdout carries results only (cli.md §6). JSON documents keep a fixed field
 // order (nlohmann::ordered_json); tables are for people and never show secrets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Bucket name rules (tigris-wire.md §2.1), shared by the client (checked before anything is
 // sent) and `tfork serve` (InvalidBucketName), so the two can never disagree.

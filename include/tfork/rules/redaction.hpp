@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a log may show of a request target, shared by the client's --debug lines and the
 // server's request log: a presigned URL carries its signature and session token in the query

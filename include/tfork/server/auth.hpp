@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SigV4 verification of incoming requests (server-design.md §5.2): header auth and presigned
 // query auth, clock skew, and the payload modes of x-amz-content-sha256. The signature maths

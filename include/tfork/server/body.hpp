@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Request bodies received piece by piece, in bounded memory (issue 9 §1): the aws-chunked
 // framing is removed as bytes arrive (chunk signatures checked chunk by chunk), object bodies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Every error the server answers with: one enum, one table of (HTTP status, S3 code, default
 // message). Choices Tigris has not confirmed (tigris-wire.md §9) live in this table and

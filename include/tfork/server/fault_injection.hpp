@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fault injection of `tfork serve` (cli.md §8: --latency, --fail-rate) as a decorator of
 // the handler, decided per request without sockets, so tests can drive it directly. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The pure request handler of `tfork serve` (style.md #8): a Request in, a Response out,
 // over a Store. No sockets, no global state; tests and the fault injection of the socket

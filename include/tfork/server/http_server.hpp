@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The socket layer of `tfork serve` (style.md #8) over GNU libmicrohttpd: event-driven
 // (epoll, a small pool of event threads), so an idle or slow connection costs memory and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The pure handler's view of HTTP (style.md #8): a request as received and a response to
 // send. The socket layer (http_server.cpp) converts libmicrohttpd's requests to and from these,

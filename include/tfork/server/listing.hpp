@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The opaque continuation token of ListObjectsV2 (server-design §6.5):
 // base64url(version byte || kind ('k' key | 'p' common prefix) || last emitted value).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Pieces of the object operations that tests check on their own: Range parsing (S3 rules,
 // not cpp-httplib's), user metadata, and mapping a byte range onto an object's blob files.

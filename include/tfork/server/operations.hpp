@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Internal to the handler: the per-request context and one function per operation, split
 // into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The request body after authentication: aws-chunked de-framing with chunk and trailer
 // signatures (AWS sigv4-streaming), the x-amz-content-sha256 check, and the integrity

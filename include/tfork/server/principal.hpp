@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Who is asking, and what they may do (server-design.md §6.9, tigris-wire.md §2.3, §3.1).
 // The permission model lives here and nowhere else.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `tfork serve`: the local Tigris-compatible store (cli.md §8, server-design.md).
 

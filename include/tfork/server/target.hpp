@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Parsing of the raw request target into bucket, key and query (server-design.md §5.2):
 // keys come from the raw target, never from a pre-decoded path, so "%2F" and "+" keep their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Timestamps in the shapes S3 and Tigris put on the wire. Store sequence numbers are Unix
 // nanoseconds (server-design.md §6.2), so every formatter takes one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How `tfork serve` departs from its own best behaviour to look like the real gateway where
 // the real gateway differs or may differ (cli.md §8): named quirks and a consistency delay.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // S3 XML documents (server-design.md §5.4–5.6), rendered with pugixml. Renderers take plain
 // data and return the document text with an XML declaration.

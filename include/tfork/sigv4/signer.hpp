@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AWS Signature Version 4, as pure functions: no clock, no environment, no I/O, no logging.
 // Each step of the algorithm is its own function so tests can check every intermediate

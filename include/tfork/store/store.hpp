@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The local store's storage engine (server-design.md §6): SQLite (WAL) metadata plus
 // content-addressed immutable blob files. A bucket is a chain of layers: a fork is one row

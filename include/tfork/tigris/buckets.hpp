@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Tigris bucket, snapshot and fork operations (tigris-wire.md §2): each is a function that
 // builds an Operation, and a parser for its response.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Typed requests in, signed wire requests out. An Operation says what to do (bucket, key,
 // query, Tigris headers) without any addressing or signing; the Client turns it into the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What happens to a fork after the agents: merge it into its parent, rebase it onto its
 // parent's present (tigris-wire.md §2.11), and the bucket-type setting that turns snapshots

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ListObjectsV2, one page at a time, optionally at a snapshot version (tigris-wire.md §2.9):
 // what `fork diff` reads. Keys are asked for URL-encoded (encoding-type=url), so a key with

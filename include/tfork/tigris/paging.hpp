@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one pager of every paged listing (ListBuckets with or without X-Tigris-Fork,
 // ListBucketSnapshots): a continuation token in, a page and the next token out, until the

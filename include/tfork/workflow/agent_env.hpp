@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The environment of one agent (cli.md §11; issue 7 §2): the one definition that `fork env`
 // prints and `fork exec` / `run` give each agent process. An agent's environment reaches its

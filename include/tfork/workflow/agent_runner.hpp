@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Running one process per agent (cli.md §11): `fork exec` and `run`. Each agent gets exactly
 // its fork's environment (agent_env.hpp), runs in its own process group (so a terminal's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Durations as people type them on the command line: `fork exec --timeout`, `teardown
 // --older-than`.

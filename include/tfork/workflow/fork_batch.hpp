@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `fork create` (cli.md §4): one snapshot, N forks from it in parallel, N scoped keys in
 // parallel, a manifest that is consistent at every kill point, and rollback on failure.

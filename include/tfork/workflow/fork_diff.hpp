@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `fork diff` (cli.md §10): what an agent changed in its fork, against the fork's source as
 // of the fork's snapshot. Both sides are ListObjectsV2 listings in key order, read page by

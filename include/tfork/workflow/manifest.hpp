@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fork-set manifest (cli.md §4): the JSON document `fork create` prints, and the file it
 // keeps up to date while it runs so that `teardown --manifest` can always finish the job.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The exit code of a batch (cli.md §6): 0 when every item succeeded; when none did and all
 // failed for the same reason, that reason's code (a fork create of a missing source exits 3

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `teardown` (cli.md §5): delete exactly the run's forks and never leave a key behind.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Move-only owners of libcurl handles, and the one process-wide curl_global_init.
 // Internal to src/http/: the only code that includes <curl/curl.h>.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libcurl Transport: one persistent multi handle drives every call, so connections (and
 // TLS sessions, through a share handle) are reused across calls; send() is send_all() of one.
 // The loop follows curl's docs/examples/10-at-a-time.c: at most `max_parallel` easy handles are

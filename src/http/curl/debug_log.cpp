@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "debug_log.hpp"
 
 #include "tfork/core/ascii.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // --debug output of the transport (cli.md §3, §7): request and response lines on the "http"
 // logger with every secret redacted. Internal to src/http/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Catch2 v3 (Debian 13, Homebrew) split the single header of v2 (Debian 12) into many. The
 // tests are written against v2's <catch2/catch.hpp>; when CMake finds v3 it puts this folder

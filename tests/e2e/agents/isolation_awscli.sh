@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run by tests/e2e/agent_isolation.sh inside `tfork fork exec`: the AWS CLI with nothing but
 # the agent's environment may write its own fork and is denied on the source and a sibling.
 # Exit 0 only when all of that holds. Args: SOURCE SIBLING.

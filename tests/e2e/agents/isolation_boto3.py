@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run by tests/e2e/agent_isolation.sh inside `tfork fork exec`: boto3 with its default
 credential chain (nothing passed in code but the endpoint) writes its own fork and is denied
 on the source and a sibling. Exit 0 only when all of that holds. Args: SOURCE SIBLING."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run by tests/e2e/agent_isolation.sh inside `tfork fork exec`: the official Tigris CLI
 # (@tigrisdata/cli) with nothing but the agent's environment. The CLI takes AWS_PROFILE (when
 # ~/.aws holds a profile file) first, then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY with the

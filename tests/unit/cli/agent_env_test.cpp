@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's environment (cli.md §11, issue 7 §2): one definition for `fork env`,
 // `fork exec` and `run`; every credential source of the operator is replaced or removed.
 #include "tfork/workflow/agent_env.hpp"

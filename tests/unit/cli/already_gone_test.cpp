@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Already gone" (core/error.hpp): one predicate per family of delete, as a table.
 #include "tfork/core/error.hpp"
 

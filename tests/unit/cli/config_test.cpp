@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoint, region, addressing and credential chains of cli.md §3, against a temporary
 // HOME and an injected environment.
 #include "tfork/cli/config.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Name validation (tigris-wire.md §1.4, §2.1, §2.3), table and timestamp rendering, error
 // mapping (cli.md §6).
 #include "tfork/core/error.hpp"

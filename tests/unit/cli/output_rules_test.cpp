@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared output rules of issue 11: times in tables and JSON, "-" for absent cells,
 // natural order of names, the progress line, and the default fork prefix's length rule.
 #include "tfork/output/progress.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A temporary HOME and an injected environment for the config and credential chains.
 

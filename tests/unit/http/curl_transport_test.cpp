@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libcurl transport against a local cpp-httplib server (127.0.0.1, port 0). The tests
 // assert behaviour (counts, order, kinds, bytes on the wire), never wall-clock speed; the few
 // time bounds are generous ceilings that only a hang would break.

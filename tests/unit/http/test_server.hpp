@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A cpp-httplib server on 127.0.0.1 (port 0) for the transport tests, run in its own thread.
 // Every method goes to one handler; handlers that must hang wait on hang() until the test

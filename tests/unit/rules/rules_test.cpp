@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules the client and `tfork serve` share (tfork/rules): one table each.
 #include "tfork/rules/bucket_name.hpp"
 #include "tfork/rules/redaction.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SigV4 verification by the handler (server-design §5.2).
 #include "tfork/server/auth.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Buckets, snapshots and forks (tigris-wire §2, §8).
 #include <nlohmann/json.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What S3 clients expect of the handler (issue 9 §5): conditional writes, multipart rules and
 // checksums, partNumber reads, ListMultipartUploads, GetObjectAttributes and request checks.
 #include "tfork/server/payload.hpp"

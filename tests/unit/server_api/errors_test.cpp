@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The error table is the single place for status and code choices (tigris-wire §9).
 #include "tfork/server/errors.hpp"
 

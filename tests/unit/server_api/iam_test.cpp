@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IAM actions and role enforcement (tigris-wire §3, server-design §6.9).
 #include <nlohmann/json.hpp>
 

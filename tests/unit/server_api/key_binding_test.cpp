@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keys bound to buckets, forks and versions: no access beyond the promise (issue 9 §3).
 #include "support.hpp"
 

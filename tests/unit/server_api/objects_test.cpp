@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Object operations and listings through the pure handler (server-design §5.4–5.6).
 #include "tfork/server/listing.hpp"
 #include "tfork/server/object_support.hpp"

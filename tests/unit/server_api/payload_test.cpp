@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // aws-chunked bodies (AWS sigv4-streaming) and integrity headers (server-design §5.1, §6.6).
 #include "tfork/server/payload.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bodies received piece by piece (body.hpp) and the fault injection decorator, without sockets.
 #include "tfork/server/body.hpp"
 #include "tfork/server/fault_injection.hpp"

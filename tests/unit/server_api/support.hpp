@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A real Store in a temporary directory, the pure Handler over it, and a tiny SigV4 client
 // built on tfork::sigv4 (so the tests sign exactly as the CLI does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the Tigris CLI asks of the server (issue 9 §5): bucket statistics in the JSON bucket
 // info and listing, POST /?func=presign, and IAM RotateAccessKey.
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `serve --quirks` and `--consistency-delay` (cli.md §8): the handler behaves like the real
 // gateway where the real gateway differs.
 #include "tfork/server/variance.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_authorization(): the forms SDKs send, and one-line errors for the rest.
 
 #include "tfork/sigv4/signer.hpp"

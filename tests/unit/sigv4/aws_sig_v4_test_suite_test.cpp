@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The classic AWS SigV4 test suite (shared/sigv4/aws-sig-v4-test-suite/, 33 cases), signed
 // in generic-service mode: normalised paths, no x-amz-content-sha256.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // aws-c-auth's newer suite (shared/sigv4/aws-signing-test-suite-v4/, 38 cases), each signed
 // twice: in headers and in the query (presigned URL).
 

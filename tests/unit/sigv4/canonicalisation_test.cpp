@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our own canonicalisation cases (server-design.md §5.2 and §6 "a table of S3
 // canonicalisation cases"): keys and query values S3 clients really send.
 

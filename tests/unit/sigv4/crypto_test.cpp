@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Check values of the crypto helpers the signer and the store build on.
 
 #include "tfork/crypto/hash.hpp"

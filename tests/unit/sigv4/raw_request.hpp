@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Parser of the raw HTTP/1.1 requests in the AWS test suites (.req, request.txt).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The five worked examples of the AWS S3 API Reference (shared/sigv4/s3-doc-examples.json),
 // signed in S3 mode.
 

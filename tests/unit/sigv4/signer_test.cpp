@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sign() and presign() beyond the vectors: session tokens, replaced headers, Tigris headers.
 
 #include "tfork/sigv4/signer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // aws-chunked signed upload (S3 API Reference, "Signature Calculations for the Authorization
 // Header: Transferring Payload in Multiple Chunks"): the published seed and chunk signatures.
 

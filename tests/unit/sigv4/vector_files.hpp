@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Access to the shared SigV4 vectors (TFORK_SHARED_DIR/sigv4), read at run time: the
 // vectors are third-party data and are never copied into this repository.

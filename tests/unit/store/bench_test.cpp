@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hidden benchmarks of the server-design.md §7 targets (run with `unit_store "[.bench]"`,
 // ideally from a Release build). They print timings and assert nothing about time, so a
 // loaded machine can never fail the suite.

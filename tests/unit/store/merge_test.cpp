@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merge of a fork into its parent and rebase of a fork (tigris-wire §2.11): what lands, what
 // is left alone, the conflict rule, atomicity and the O(changed rows) promise.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store against a brute-force reference model over random operation sequences
 // (server-design.md §6.10). The model keeps every bucket's full version history in plain
 // std::maps plus fork parents and horizons, and answers reads by walking the chain key by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Directed tests of the storage engine (server-design.md §6). The randomized comparison
 // against a reference model lives in model_test.cpp.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared helpers for the store's unit tests: a fresh temp directory per test, a store opened
 // on it, and small put/read helpers.
