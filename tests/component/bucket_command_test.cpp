@@ -66,6 +66,8 @@ TEST_CASE("bucket create on an existing bucket: exit 6, or created:false with --
   int head_status = 200;
   FakeTransport transport([&](const http::Request& request) -> http::Result {
     if (request.method == "PUT") return s3_error(409, "BucketAlreadyOwnedByYou");
+    if (request.method == "PATCH")
+      return ok(200, {{"Content-Type", "application/json"}}, R"({"status":"success"})");
     if (head_status != 200) return ok(head_status);
     return ok(200, {{"X-Tigris-Enable-Snapshot", snapshots_on_head ? "true" : "false"}});
   });
@@ -88,6 +90,24 @@ TEST_CASE("bucket create on an existing bucket: exit 6, or created:false with --
     result = bucket_cmd::run_bucket_create(client, {"data", false, true});
     CHECK_FALSE(result.snapshots_enabled);
     CHECK_FALSE(result.created);
+  }
+  SECTION("--snapshots --exist-ok on our regular bucket: a PATCH turns snapshots on") {
+    snapshots_on_head = false;
+    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true});
+    REQUIRE(transport.requests.size() == 3);
+    CHECK(transport.requests[1].method == "HEAD");
+    const auto& patch = transport.requests[2];
+    CHECK(patch.method == "PATCH");
+    CHECK(path_of(patch) == "/data");
+    CHECK(patch.body == R"({"type":1})");
+    CHECK(bucket_cmd::to_json(result).dump() ==
+          R"({"bucket":"data","created":false,"snapshots_enabled":true})");
+
+    // Without --snapshots a regular bucket stays as it is: no PATCH.
+    transport.requests.clear();
+    result = bucket_cmd::run_bucket_create(client, {"data", false, true});
+    CHECK(transport.requests.size() == 2);
+    CHECK_FALSE(result.snapshots_enabled);
   }
   SECTION("--exist-ok on someone else's bucket (HeadBucket 403): still the conflict") {
     head_status = 403;

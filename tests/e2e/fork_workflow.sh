@@ -194,21 +194,26 @@ check_eq "flaky statuses" 8 "$(json_get 'len([f for f in d["forks"] if f["status
 expect_rc "flaky teardown" 0 tfork_cli --max-attempts 10 teardown --manifest "$WORK/fl.json"
 stop_server
 
+# wait_first_created MANIFEST PID ERR: returns once MANIFEST records a first created fork, so
+# that a signal lands mid-batch (a state, not a time), with a generous deadline for a loaded
+# machine; fails when the command PID ends first.
+wait_first_created() {
+  local deadline=$((SECONDS + 120))
+  until [[ -s "$1" ]] &&
+    (($(json_get 'len([f for f in d["forks"] if f["status"] == "created"])' <"$1") >= 1)); do
+    kill -0 "$2" 2>/dev/null || fail "fork create ended before it could be interrupted: $(cat "$3")"
+    ((SECONDS < deadline)) || fail "no fork was created within 120 s"
+    sleep 0.05
+  done
+}
+
 step "SIGINT during fork create -n 32 (200 ms latency): exit 130, consistent manifest"
 start_server --latency 200
 tfork_cli bucket create fw-slow --snapshots >/dev/null
 "$TFORK" --concurrency 4 --json fork create fw-slow -n 32 --prefix fw-int \
   --manifest "$WORK/int.json" >"$OUT/int.out" 2>"$OUT/int.err" &
 pid=$!
-# Interrupt mid-batch: once the manifest records a first created fork (a state, not a time),
-# with a generous deadline for a loaded machine.
-deadline=$((SECONDS + 120))
-until [[ -s "$WORK/int.json" ]] &&
-  (($(json_get 'len([f for f in d["forks"] if f["status"] == "created"])' <"$WORK/int.json") >= 1)); do
-  kill -0 "$pid" 2>/dev/null || fail "fork create ended before it could be interrupted: $(cat "$OUT/int.err")"
-  ((SECONDS < deadline)) || fail "no fork was created within 120 s"
-  sleep 0.05
-done
+wait_first_created "$WORK/int.json" "$pid" "$OUT/int.err"
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
@@ -231,11 +236,15 @@ step "SIGTERM is handled like SIGINT: exit 143, consistent manifest"
 "$TFORK" --concurrency 4 --json fork create fw-slow -n 32 --prefix fw-term \
   --manifest "$WORK/term.json" >"$OUT/term.out" 2>"$OUT/term.err" &
 pid=$!
-sleep 1.5
+wait_first_created "$WORK/term.json" "$pid" "$OUT/term.err"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 check_eq "terminated exit" 143 "$rc"
+# The same message as for SIGINT, with the signal's own name.
+check_eq "the message after SIGTERM" "$(grep -i interrupt "$OUT/int.err" | sed 's/SIGINT/SIGNAL/g')" \
+  "$(grep -i interrupt "$OUT/term.err" | sed 's/SIGTERM/SIGNAL/g')"
+[[ -n "$(grep -i interrupt "$OUT/term.err")" ]] || fail "no interruption message after SIGTERM: $(cat "$OUT/term.err")"
 check_eq "forks listed after SIGTERM" 32 "$(json_get 'len(d["forks"])' <"$WORK/term.json")"
 expect_rc "teardown after SIGTERM" 0 tfork_cli teardown --manifest "$WORK/term.json"
 check_eq "buckets left after SIGTERM teardown" "" "$(buckets_named 'fw-term-*')"

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# End-to-end, the real binary against a real `tfork serve` (127.0.0.1, port 0): the choices an
+# operator makes around a run, each checked by what the forks then hold.
+#   - `fork create --snapshot NAME|VERSION [--any-version]` (issue 7 §3): a name is its newest
+#     snapshot (said on stderr when several share it), an unknown name or an unlisted version
+#     is exit 3 before any fork exists, and --any-version forks that point in time.
+#   - `run --keep failed|all|none` (issue 8): which forks outlive the run.
+#   - `teardown --manifest` of a fork that has forks (issue 7 §4): left with its key unless
+#     --recursive, which deletes the children first.
+#   - `fork merge` on a terminal (issue 8): it asks; 'n' or Ctrl-D change nothing, 'y' merges.
+source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
+
+require_cmd python3
+start_server
+
+OUT="$WORK/out"
+mkdir -p "$OUT"
+cd "$WORK"
+
+tf() { "$TFORK" "$@"; }
+stdout() { cat "$OUT/stdout"; }
+stderr() { cat "$OUT/stderr"; }
+
+# object_in BUCKET KEY: the object's body, or "<STATUS>" when the GET is refused.
+object_in() {
+  s3 GET "/$1/$2"
+  if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
+}
+# bucket_status NAME: HeadBucket's status (200 or 404).
+bucket_status() {
+  s3 HEAD "/$1"
+  printf '%s' "$S3_STATUS"
+}
+put_object() { # put_object BUCKET KEY TEXT
+  s3 PUT "/$1/$2" --body "$3"
+  check_status 200
+}
+
+# ---- a source whose one object changes between snapshots
+
+step "setup: src, two snapshots named base and one named other, one object changing"
+expect_rc "bucket create src" 0 tf bucket create src --snapshots
+put_object src a.txt one
+expect_rc "snapshot take base (1)" 0 tf snapshot take src --name base
+first=$(stdout)
+put_object src a.txt two
+expect_rc "snapshot take base (2)" 0 tf snapshot take src --name base
+second=$(stdout)
+put_object src a.txt three
+expect_rc "snapshot take other" 0 tf snapshot take src --name other
+[[ "$first" =~ ^[0-9]+$ && "$second" =~ ^[0-9]+$ ]] || fail "snapshot versions: [$first] [$second]"
+((second > first + 1)) || fail "the two snapshots are too close to have a point between them"
+
+step "--snapshot NAME: the newest snapshot of that name, and stderr says there were two"
+expect_rc "fork create --snapshot base" 0 tf fork create src by-name --snapshot base --keys none --json
+check_eq "the manifest's snapshot" "$second" "$(json_get 'd["snapshot"]' <"$OUT/stdout")"
+check_contains "stderr" "$(stderr)" "2 snapshots of src are named 'base'; using the newest, $second"
+check_eq "by-name holds the second state" two "$(object_in by-name a.txt)"
+
+step "--snapshot VERSION that is listed: that snapshot"
+expect_rc "fork create --snapshot first" 0 tf fork create src by-version --snapshot "$first" --keys none -q
+check_eq "by-version holds the first state" one "$(object_in by-version a.txt)"
+
+step "an unknown name: exit 3, nothing made, the error says where to look"
+expect_rc "fork create --snapshot nosuch" 3 tf fork create src no-name --snapshot nosuch --keys none
+check_contains "stderr" "$(stderr)" "src has no snapshot named 'nosuch' (tfork snapshot ls src lists them)"
+check_eq "no-name exists" 404 "$(bucket_status no-name)"
+
+# One nanosecond after the first snapshot: before the second write reached the store.
+between=$((first + 1))
+step "a version that no snapshot has: exit 3 before any fork, naming --any-version"
+expect_rc "fork create --snapshot between" 3 tf fork create src unlisted --snapshot "$between" --keys none
+check_contains "stderr" "$(stderr)" "snapshot $between is not listed for src"
+check_contains "stderr" "$(stderr)" "--any-version"
+check_eq "unlisted exists" 404 "$(bucket_status unlisted)"
+
+step "--any-version: the same version forks that point in time"
+expect_rc "fork create --any-version" 0 \
+  tf fork create src any-point --snapshot "$between" --any-version --keys none --json
+check_eq "the manifest's snapshot" "$between" "$(json_get 'd["snapshot"]' <"$OUT/stdout")"
+check_eq "any-point holds the state at that time" one "$(object_in any-point a.txt)"
+check_eq "the source moved on" three "$(object_in src a.txt)"
+
+step "--any-version with a name is refused before anything is sent"
+expect_rc "--any-version with a name" 64 tf fork create src named-any --snapshot base --any-version --keys none
+check_eq "named-any exists" 404 "$(bucket_status named-any)"
+
+expect_rc "clean up the snapshot forks" 0 tf teardown by-name by-version any-point -q
+
+# ---- run --keep
+
+# An agent that writes its index into its fork, then fails when it is agent 2.
+cat >"$WORK/agent.sh" <<'SH'
+#!/usr/bin/env bash
+# Writes its index into its own fork with curl's SigV4, then fails when it is agent 2.
+set -euo pipefail
+printf '%s' "$TFORK_AGENT_INDEX" >"$TMPDIR_AGENT/$TFORK_AGENT_INDEX"
+curl -sS --fail --aws-sigv4 "aws:amz:auto:s3" \
+  --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+  -T "$TMPDIR_AGENT/$TFORK_AGENT_INDEX" "$AWS_ENDPOINT_URL/$TFORK_BUCKET/agent.txt"
+test "$TFORK_AGENT_INDEX" != 2
+SH
+chmod +x "$WORK/agent.sh"
+export TMPDIR_AGENT="$WORK/agent-tmp"
+mkdir -p "$TMPDIR_AGENT"
+
+# kept_after RUN: the forks of src named RUN-<n> that exist, space-separated, in order.
+kept_after() {
+  local n out=()
+  for n in 1 2 3; do
+    [[ "$(bucket_status "$1-$n")" == 200 ]] && out+=("$1-$n")
+  done
+  printf '%s' "${out[*]}"
+}
+
+step "run --keep failed: only the failed agent's fork stays, with its key and its write"
+expect_rc "run --keep failed" 7 tf run src -n 3 --prefix kf --keep failed -q -- "$WORK/agent.sh"
+check_eq "forks left" "kf-2" "$(kept_after kf)"
+check_eq "kf-2 holds its agent's write" 2 "$(object_in kf-2 agent.txt)"
+check_eq "kf-2's key in the manifest" live \
+  "$(json_get '"live" if [f for f in d["forks"] if f["bucket"] == "kf-2"][0].get("access_key_id") else "none"' <kf.manifest.json)"
+
+step "run --keep all: every fork stays, the failed one too"
+expect_rc "run --keep all" 7 tf run src -n 3 --prefix ka --keep all -q -- "$WORK/agent.sh"
+check_eq "forks left" "ka-1 ka-2 ka-3" "$(kept_after ka)"
+check_eq "ka-3 holds its agent's write" 3 "$(object_in ka-3 agent.txt)"
+
+step "run --keep none: nothing stays, whatever the agents did"
+expect_rc "run --keep none" 7 tf run src -n 3 --prefix kn --keep none -q -- "$WORK/agent.sh"
+check_eq "forks left" "" "$(kept_after kn)"
+check_eq "keys of kn left" "" "$(keys_named 'kn-*')"
+
+step "run --keep nonsense is refused before anything is made"
+expect_rc "run --keep nonsense" 64 tf run src -n 1 --prefix kx --keep some -q -- true
+check_eq "forks left" "" "$(kept_after kx)"
+
+expect_rc "teardown kf and ka" 0 tf teardown --manifest kf.manifest.json --manifest ka.manifest.json -q
+check_eq "forks left after teardown" "" "$(kept_after kf)$(kept_after ka)"
+check_eq "keys of kf and ka left" "" "$(keys_named 'k[fa]-*')"
+
+# ---- teardown --manifest of a fork that has forks
+
+step "setup: a run r of two forks, and a fork of r-1 made by an agent"
+expect_rc "fork create r" 0 tf fork create src -n 2 --prefix r -q
+expect_rc "snapshot take r-1" 0 tf snapshot take r-1 --name inner
+expect_rc "fork create r-1-kid" 0 tf fork create r-1 r-1-kid --snapshot "$(stdout)" --keys none -q
+
+step "teardown --manifest without --recursive: r-1 and its key are left, and reported"
+expect_rc "teardown r" 7 tf teardown --manifest r.manifest.json --json
+check_eq "r-1" 200 "$(bucket_status r-1)"
+check_eq "r-1-kid" 200 "$(bucket_status r-1-kid)"
+check_eq "r-2" 404 "$(bucket_status r-2)"
+check_contains "r-1 reported with --recursive named" "$(stdout)$(stderr)" "--recursive"
+check_eq "r-1's key still recorded as live" false \
+  "$(json_get '[f for f in d["forks"] if f["bucket"] == "r-1"][0].get("key_revoked", False)' <r.manifest.json)"
+
+step "teardown --manifest --recursive: the child first, then r-1; nothing of the run is left"
+expect_rc "teardown r --recursive" 0 tf teardown --manifest r.manifest.json --recursive -q
+check_eq "r-1-kid" 404 "$(bucket_status r-1-kid)"
+check_eq "r-1" 404 "$(bucket_status r-1)"
+expect_rc "fork ls src" 0 tf fork ls src --json
+check_eq "forks of src" "[]" "$(json_get '[f["bucket"] for f in (d if isinstance(d, list) else d["forks"])]' <"$OUT/stdout")"
+check_eq "keys of r left" "" "$(keys_named 'r-*')"
+check_eq "src untouched" three "$(object_in src a.txt)"
+
+# ---- fork merge asks on a terminal (issue 8)
+
+# answer_on_pty ANSWER ARGS...: tfork ARGS with stdin and stderr on a pseudo-terminal; once the
+# question "[y/N]" appears (deadline 60 s, never a fixed wait) types ANSWER (Ctrl-D when it is
+# EOF). Sets RC; the terminal's text is in $WORK/pty.err.
+answer_on_pty() {
+  local answer=$1
+  shift
+  RC=0
+  python3 - "$WORK/pty.err" "$answer" "$TFORK" "$@" <<'PY' || RC=$?
+import os, pty, select, subprocess, sys, time
+err_path, answer, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+master, slave = pty.openpty()
+child = subprocess.Popen(argv, stdin=slave, stdout=subprocess.DEVNULL, stderr=slave)
+os.close(slave)
+data, sent, deadline = b"", False, time.monotonic() + 60
+while time.monotonic() < deadline:
+    ready, _, _ = select.select([master], [], [], 1)
+    if ready:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        data += chunk
+    if not sent and b"[y/N]" in data:
+        os.write(master, b"\x04" if answer == "EOF" else answer.encode() + b"\n")
+        sent = True
+    if child.poll() is not None and not ready:
+        break
+os.close(master)
+open(err_path, "wb").write(data)
+try:
+    code = child.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    child.kill()
+    code = 124
+sys.exit(code if sent else 125)
+PY
+  [[ $RC != 125 ]] || fail "$*: the question never appeared: $(cat "$WORK/pty.err")"
+}
+
+step "setup: a fork m-1 of src that wrote merged.txt"
+expect_rc "fork create m" 0 tf fork create src m-1 --keys none -q
+put_object m-1 merged.txt "from m-1"
+
+step "fork merge on a terminal: the question names both buckets; 'n' changes nothing"
+answer_on_pty n fork merge m-1
+check_eq "exit after n" 64 "$RC"
+check_contains "the question" "$(cat "$WORK/pty.err")" "Merge fork m-1 into src? This writes into src"
+check_contains "the refusal" "$(cat "$WORK/pty.err")" "not confirmed; nothing was changed"
+check_eq "src after n" "<404>" "$(object_in src merged.txt)"
+
+step "fork merge on a terminal: Ctrl-D is no"
+answer_on_pty EOF fork merge m-1
+check_eq "exit after Ctrl-D" 64 "$RC"
+check_eq "src after Ctrl-D" "<404>" "$(object_in src merged.txt)"
+
+step "fork merge on a terminal: 'y' merges"
+answer_on_pty y fork merge m-1
+check_eq "exit after y" 0 "$RC"
+check_eq "src after y" "from m-1" "$(object_in src merged.txt)"
+expect_rc "teardown m-1" 0 tf teardown m-1 -q
