@@ -9,6 +9,8 @@
 #   - `teardown --manifest` of a fork that has forks (issue 7 §4): left with its key unless
 #     --recursive, which deletes the children first.
 #   - `fork merge` on a terminal (issue 8): it asks; 'n' or Ctrl-D change nothing, 'y' merges.
+#   - teardown by names and by --source --prefix revokes the keys an agent minted for its own
+#     fork under any name, and reports (keeps) a key that also reaches another bucket.
 source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 
 require_cmd python3
@@ -228,3 +230,44 @@ answer_on_pty y fork merge m-1
 check_eq "exit after y" 0 "$RC"
 check_eq "src after y" "from m-1" "$(object_in src merged.txt)"
 expect_rc "teardown m-1" 0 tf teardown m-1 -q
+
+# ---- keys go with their forks, whatever their names (issue 7 §4)
+
+# mint_key AS NAME BUCKET:ROLE...: CreateAccessKeyWithBucketsRole signed by AS (AK:SK); prints
+# the new key's id.
+mint_key() {
+  local as=$1 name=$2 roles="" pair
+  shift 2
+  for pair in "$@"; do roles+="${roles:+,}{\"bucket\":\"${pair%%:*}\",\"role\":\"${pair#*:}\"}"; done
+  iam "Action=CreateAccessKeyWithBucketsRole" \
+    "Req=$(urlencode "{\"req_uuid\":\"$(cat /proc/sys/kernel/random/uuid)\",\"name\":\"$name\",\"buckets_role\":[$roles]}")" \
+    --as "$as"
+  check_status 200
+  json_get 'd["CreateAccessKeyResult"]["AccessKey"]["AccessKeyId"]' <<<"$S3_BODY"
+}
+# key_of MANIFEST BUCKET: the fork's recorded key as AK:SK.
+key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
+
+step "setup: run w; agent 1 mints itself a helper key; the operator shares one key between w-2 and src"
+expect_rc "fork create w" 0 tf fork create src -n 2 --prefix w -q
+helper=$(mint_key "$(key_of w.manifest.json w-1)" scratch-helper w-1:Editor)
+shared=$(mint_key "$ROOT_AK:$ROOT_SK" shared-reader w-2:ReadOnly src:ReadOnly)
+check_eq "the helper key is listed" "$helper" "$(keys_named scratch-helper)"
+
+step "teardown by names: the agent's helper key goes too; the shared key is reported and kept"
+expect_rc "teardown w-1 w-2" 0 tf --json teardown w-1 w-2
+check_eq "w-1" 404 "$(bucket_status w-1)"
+check_eq "w-2" 404 "$(bucket_status w-2)"
+check_eq "helper key left" "" "$(keys_named scratch-helper)"
+check_eq "w-*-key left" "" "$(keys_named 'w-*')"
+check_eq "shared key kept" "$shared" "$(keys_named shared-reader)"
+check_contains "the shared key is reported" "$(stdout)$(stderr)" "$shared"
+
+step "teardown --source --prefix: an agent's key of another name goes with its fork"
+expect_rc "fork create v" 0 tf fork create src -n 1 --prefix v -q
+vhelper=$(mint_key "$(key_of v.manifest.json v-1)" v1-tool v-1:ReadOnly)
+expect_rc "teardown --source src --prefix v" 0 tf teardown --source src --prefix v -q
+check_eq "v-1" 404 "$(bucket_status v-1)"
+check_eq "v1-tool left" "" "$(keys_named v1-tool)"
+check_eq "v-1-key left" "" "$(keys_named v-1-key)"
+[[ -n "$vhelper" ]] || fail "no key was minted for v-1"
