@@ -271,3 +271,18 @@ check_eq "v-1" 404 "$(bucket_status v-1)"
 check_eq "v1-tool left" "" "$(keys_named v1-tool)"
 check_eq "v-1-key left" "" "$(keys_named v-1-key)"
 [[ -n "$vhelper" ]] || fail "no key was minted for v-1"
+
+# ---- control characters never reach the terminal raw (issue 7 §5)
+
+step "a hostile name in an error message is printed escaped, in text and in JSON"
+expect_rc "fork create --snapshot <escape>" 3 tf fork create src esc-1 --snapshot $'no\x1b[2Jsuch' --keys none
+[[ "$(stderr)" != *$'\x1b'* ]] || fail "a raw escape reached stderr: $(stderr | od -c | head -3)"
+check_contains "escaped name" "$(stderr)" 'no\x1b[2Jsuch'
+expect_rc "bucket create <escape>" 64 tf bucket create $'ev\x1b]0;pwned\x07il'
+[[ "$(stderr)" != *$'\x1b'* && "$(stderr)" != *$'\x07'* ]] || fail "a raw control character reached stderr"
+check_contains "escaped bucket name" "$(stderr)" 'ev\x1b]0;pwned\x07il'
+expect_rc "--json fork create --snapshot <escape>" 3 tf --json fork create src esc-1 --snapshot $'no\x1b[2Jsuch' --keys none
+[[ "$(stderr)" != *$'\x1b'* ]] || fail "a raw escape reached the JSON error"
+# The message names the snapshot as the text table does: escaped, never the raw byte.
+check_eq "the JSON error names the snapshot, escaped" True \
+  "$(python3 -c 'import json, sys; m = json.loads(sys.stdin.read())["error"]["message"]; print("no\\x1b[2Jsuch" in m and "\x1b" not in m)' <"$OUT/stderr")"
