@@ -11,6 +11,9 @@
 #   - `fork merge` on a terminal (issue 8): it asks; 'n' or Ctrl-D change nothing, 'y' merges.
 #   - teardown by names and by --source --prefix revokes the keys an agent minted for its own
 #     fork under any name, and reports (keeps) a key that also reaches another bucket.
+#   - `fork exec` (issue 8): --parallel bounds the agents running at once, --logs, --timeout,
+#     the result document (exit code, signal, seconds), exit 7, the ends in the manifest.
+#   - a hostile name in an error message reaches stderr escaped (issue 7 §5).
 source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 
 require_cmd python3
@@ -286,3 +289,55 @@ expect_rc "--json fork create --snapshot <escape>" 3 tf --json fork create src e
 # The message names the snapshot as the text table does: escaped, never the raw byte.
 check_eq "the JSON error names the snapshot, escaped" True \
   "$(python3 -c 'import json, sys; m = json.loads(sys.stdin.read())["error"]["message"]; print("no\\x1b[2Jsuch" in m and "\x1b" not in m)' <"$OUT/stderr")"
+
+# ---- fork exec: --parallel, --logs, --timeout, the result document and exit 7 (issue 8)
+
+cat >"$WORK/exec-agent.sh" <<'SH'
+#!/usr/bin/env bash
+# Agent i: notes how many agents run beside it, says hello, then agent 1 exits 0, agent 2
+# exits 3 and agent 3 waits for a file that never comes (its --timeout ends it).
+set -u
+dir=$1
+touch "$dir/running-$TFORK_AGENT_INDEX"
+ls "$dir" | grep -c '^running-' >"$dir/seen-$TFORK_AGENT_INDEX"
+echo "hello from $TFORK_BUCKET"
+case $TFORK_AGENT_INDEX in
+  1) sleep 0.3; rm "$dir/running-1"; exit 0 ;;
+  2) sleep 0.3; rm "$dir/running-2"; exit 3 ;;
+  *) rm "$dir/running-$TFORK_AGENT_INDEX"; until [[ -e "$dir/never" ]]; do sleep 0.1; done ;;
+esac
+SH
+chmod +x "$WORK/exec-agent.sh"
+mkdir -p "$WORK/exec-state" "$WORK/exec-logs"
+
+step "setup: run x of three forks with keys"
+expect_rc "fork create x" 0 tf fork create src -n 3 --prefix x -q
+
+step "fork exec --parallel 2 --logs --timeout 2: one row per agent, exit 7"
+expect_rc "fork exec" 7 tf --json fork exec --manifest x.manifest.json --parallel 2 \
+  --logs "$WORK/exec-logs" --timeout 2 -- "$WORK/exec-agent.sh" "$WORK/exec-state"
+python3 - "$OUT/stdout" <<'PY' || fail "fork exec's result: $(stdout)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d if isinstance(d, list) else d["agents"]
+by = {r["bucket"] if "bucket" in r else r["fork"]: r for r in rows}
+assert sorted(by) == ["x-1", "x-2", "x-3"], by
+assert by["x-1"]["exit_code"] == 0 and by["x-1"]["signal"] is None, by["x-1"]
+assert by["x-2"]["exit_code"] == 3 and by["x-2"]["signal"] is None, by["x-2"]
+assert by["x-3"]["exit_code"] is None and by["x-3"]["signal"] == "SIGTERM", by["x-3"]
+assert by["x-3"]["seconds"] >= 2 and all(r["seconds"] > 0 for r in rows), rows
+PY
+for i in 1 2 3; do
+  [[ $(cat "$WORK/exec-state/seen-$i") -le 2 ]] || fail "agent $i saw more than 2 agents running"
+  check_contains "x-$i.log" "$(cat "$WORK/exec-logs/x-$i.log")" "hello from x-$i"
+done
+check_not_contains "stderr with --logs" "$(stderr)" "hello from"
+check_eq "the ends in the manifest" "[0, 3, null]" \
+  "$(json_get '[f["agent"]["exit_code"] for f in d["forks"]]' <x.manifest.json)"
+
+step "fork exec of two named forks, in a table: every agent exits 0"
+expect_rc "fork exec x-1 2" 0 tf fork exec --manifest x.manifest.json x-1 2 -- true
+check_contains "the table" "$(stdout)" "x-1"
+check_contains "the table" "$(stdout)" "x-2"
+check_not_contains "the table" "$(stdout)" "x-3"
+expect_rc "teardown x" 0 tf teardown --manifest x.manifest.json -q
