@@ -14,6 +14,7 @@
 #   - `fork exec` (issue 8): --parallel bounds the agents running at once, --logs, --timeout,
 #     the result document (exit code, signal, seconds), exit 7, the ends in the manifest.
 #   - a hostile name in an error message reaches stderr escaped (issue 7 §5).
+#   - `teardown --source S --all --older-than D` keeps younger forks and removes older ones.
 source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 
 require_cmd python3
@@ -341,3 +342,31 @@ check_contains "the table" "$(stdout)" "x-1"
 check_contains "the table" "$(stdout)" "x-2"
 check_not_contains "the table" "$(stdout)" "x-3"
 expect_rc "teardown x" 0 tf teardown --manifest x.manifest.json -q
+
+# ---- teardown --source S --all --older-than (issue 7 §4: clean-up after crashed jobs)
+
+step "teardown --source --all --older-than 1h: forks younger than that stay"
+expect_rc "fork create o" 0 tf fork create src -n 2 --prefix o --keys none -q
+expect_rc "teardown --older-than 1h" 0 tf teardown --source src --all --older-than 1h
+check_contains "nothing to do" "$(stdout)$(stderr)" "no forks to tear down"
+check_eq "o-1" 200 "$(bucket_status o-1)"
+check_eq "o-2" 200 "$(bucket_status o-2)"
+
+step "teardown --source --all --older-than 1s: once they are older, both go"
+# Waits for the state (both forks' creation times, as bucket ls reports them, at least 2 s in
+# the past), not for a fixed time.
+deadline=$((SECONDS + 60))
+until tf --json bucket ls --forks-of src >"$OUT/forks" 2>/dev/null && python3 - "$OUT/forks" <<'PY'; do
+import datetime, json, sys
+rows = [b for b in json.load(open(sys.argv[1]))["buckets"] if b["bucket"] in ("o-1", "o-2")]
+now = datetime.datetime.now(datetime.timezone.utc)
+ages = [(now - datetime.datetime.fromisoformat(b["created"].replace("Z", "+00:00"))).total_seconds() for b in rows]
+sys.exit(0 if len(ages) == 2 and min(ages) >= 2 else 1)
+PY
+  ((SECONDS < deadline)) || fail "o-1 and o-2 never became older than 2 s: $(cat "$OUT/forks")"
+  sleep 0.2
+done
+expect_rc "teardown --older-than 1s" 0 tf teardown --source src --all --older-than 1s -q
+check_eq "o-1" 404 "$(bucket_status o-1)"
+check_eq "o-2" 404 "$(bucket_status o-2)"
+check_eq "src untouched" 200 "$(bucket_status src)"

@@ -140,6 +140,8 @@ assert all(f["status"] == "deleted" and f.get("key_status") == "revoked" for f i
   [[ -f b.manifest.json ]] || fail "$label: no default manifest"
   [[ $(stat -c %a b.manifest.json) == 600 ]] || fail "$label: the manifest is not 0600"
   expect_rc "$label: fork create b again" 6 tf fork create data -n 2 --prefix b
+  # Refused for its manifest (another run's secrets), before the taken names are even tried.
+  check_contains "$label: b again" "$(cat "$OUT/stderr")" "manifest ./b.manifest.json records forks or keys of another run"
   isolation b.manifest.json >/dev/null || fail "$label: isolation of run b"
   expect_rc "$label: teardown b-1 b-2" 0 tf teardown b-1 b-2
 
