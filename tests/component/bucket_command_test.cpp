@@ -14,16 +14,6 @@ namespace bucket_cmd = tfork::commands::bucket;
 
 namespace {
 
-ErrorKind failure_kind(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const TforkError& error) {
-    return error.error().kind;
-  }
-  FAIL("no TforkError");
-  return ErrorKind::other;
-}
-
 // The batch exit rule as an exception, for failure_kind.
 void fail_if_any_failed(const bucket_cmd::RemoveResult& result) {
   if (auto error = bucket_cmd::batch_error(result)) throw TforkError(std::move(*error));

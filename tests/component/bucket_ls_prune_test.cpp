@@ -22,16 +22,6 @@ namespace snapshot_cmd = tfork::commands::snapshot;
 
 namespace {
 
-ErrorKind failure_kind(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const TforkError& error) {
-    return error.error().kind;
-  }
-  FAIL("no TforkError");
-  return ErrorKind::other;
-}
-
 // A small account: buckets with their fork parent and snapshot, and each bucket's snapshots.
 // Answers ListBucketSnapshots (XML), the X-Tigris-Fork listing and the full listing (JSON,
 // tigris-wire.md §2.8b) and DeleteBucketSnapshot, and records nothing itself (the

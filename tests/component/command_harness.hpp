@@ -6,10 +6,12 @@
 
 #include "tfork/tigris/client.hpp"
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "fake_transport.hpp"
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -70,6 +72,17 @@ inline http::Response s3_error(int status, std::string_view code) {
 
 inline http::Response ok(int status = 200, http::Headers headers = {}, std::string body = {}) {
   return http::Response{status, std::move(headers), std::move(body), 1};
+}
+
+// The kind of the TforkError that ACTION throws (a test failure when it throws none).
+inline ErrorKind failure_kind(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const TforkError& error) {
+    return error.error().kind;
+  }
+  FAIL("no TforkError");
+  return ErrorKind::other;
 }
 
 }  // namespace tfork::testing::commands

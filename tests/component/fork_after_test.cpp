@@ -24,16 +24,6 @@ http::Response fork_head(std::string_view source) {
                   {"X-Tigris-Fork-Source-Bucket-Snapshot", "1751631910196672425"}});
 }
 
-ErrorKind kind_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const TforkError& error) {
-    return error.error().kind;
-  }
-  FAIL("no TforkError");
-  return ErrorKind::other;
-}
-
 // A ListObjectsV2 page (encoding-type=url) of `keys` ("key:size:etag").
 http::Response listing(const std::vector<std::string>& entries, const std::string& next) {
   std::string body = "<ListBucketResult><EncodingType>url</EncodingType>";
@@ -109,20 +99,22 @@ TEST_CASE("fork merge refuses before merging: not a direct fork, not a fork, bad
     return s3_error(404, "NoSuchBucket");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  CHECK(kind_of([&] {
+  CHECK(failure_kind([&] {
           fork_cmd::merge_parent(client, {"run-3", "other", false});
         }) == ErrorKind::usage);
-  CHECK(kind_of([&] { fork_cmd::merge_parent(client, {"plain", "", false}); }) == ErrorKind::usage);
-  CHECK(kind_of([&] {
+  CHECK(failure_kind([&] {
+          fork_cmd::merge_parent(client, {"plain", "", false});
+        }) == ErrorKind::usage);
+  CHECK(failure_kind([&] {
           fork_cmd::merge_parent(client, {"gone", "", false});
         }) == ErrorKind::not_found);
   for (const auto& request : transport.requests)
     CHECK(request.method == "HEAD");  // nothing but HeadBucket was sent
   const auto sent = transport.requests.size();
-  CHECK(kind_of([] {
+  CHECK(failure_kind([] {
           fork_cmd::check_merge_options({"Bad_Name", "", false});
         }) == ErrorKind::usage);
-  CHECK(kind_of([] {
+  CHECK(failure_kind([] {
           fork_cmd::check_merge_options({"run-3", "run-3", false});
         }) == ErrorKind::usage);
   CHECK(transport.requests.size() == sent);
@@ -209,7 +201,7 @@ TEST_CASE("fork diff of a bucket that is not a fork is a usage error", "[fork][d
     return ok(200, {{"X-Tigris-Enable-Snapshot", "true"}});
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  CHECK(kind_of([&] { workflow::diff_target(client, "data"); }) == ErrorKind::usage);
+  CHECK(failure_kind([&] { workflow::diff_target(client, "data"); }) == ErrorKind::usage);
 }
 
 TEST_CASE("bucket set --snapshots: PATCH {\"type\":N}; off refused for forks and parents",
@@ -241,7 +233,7 @@ TEST_CASE("bucket set --snapshots: PATCH {\"type\":N}; off refused for forks and
   for (const auto* kind : {"fork", "parent"}) {
     head_kind = kind;
     transport.requests.clear();
-    CHECK(kind_of([&] { tfork::commands::bucket::run_bucket_set(client, "data", false); }) ==
+    CHECK(failure_kind([&] { tfork::commands::bucket::run_bucket_set(client, "data", false); }) ==
           ErrorKind::conflict);
     REQUIRE(transport.requests.size() == 1);  // the HeadBucket only
   }

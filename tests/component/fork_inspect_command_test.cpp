@@ -14,16 +14,6 @@ namespace fork_cmd = tfork::commands::fork;
 
 namespace {
 
-ErrorKind failure_kind(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const TforkError& error) {
-    return error.error().kind;
-  }
-  FAIL("no TforkError");
-  return ErrorKind::other;
-}
-
 std::string fork_json(const std::string& name, const std::string& parent,
                       const std::string& snapshot) {
   return R"({"Name":")" + name + R"(","CreationDate":"2026-11-29T10:00:00.5+01:00","ForkInfo":{)" +

@@ -15,16 +15,6 @@ namespace snapshot_cmd = tfork::commands::snapshot;
 
 namespace {
 
-ErrorKind failure_kind(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const TforkError& error) {
-    return error.error().kind;
-  }
-  FAIL("no TforkError");
-  return ErrorKind::other;
-}
-
 std::string snapshot_page(const std::vector<std::pair<std::string, std::string>>& entries,
                           const std::string& token) {
   std::string body =

@@ -39,6 +39,11 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::size_t entries_in(const fs::path& dir) {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
 workflow::Manifest one_fork_manifest() {
   workflow::Manifest manifest;
   manifest.source = "data";
@@ -97,10 +102,7 @@ TEST_CASE("write_manifest never follows a symlink planted at a predictable tempo
   CHECK(fs::is_regular_file(path));
   CHECK_FALSE(fs::is_symlink(path));
   // Nothing but the planted links, the victim and the manifest: no temporary file is left.
-  std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path))
-    ++entries;
-  CHECK(entries == 8);
+  CHECK(entries_in(dir.path) == 8);
 }
 
 TEST_CASE("write_manifest leaves a 0600 file whatever the umask, and no temporary file") {
@@ -117,10 +119,7 @@ TEST_CASE("write_manifest leaves a 0600 file whatever the umask, and no temporar
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path))
-    ++entries;
-  CHECK(entries == 1);
+  CHECK(entries_in(dir.path) == 1);
 }
 
 TEST_CASE("write_manifest fails loudly, leaving the old file, when the directory is missing") {
