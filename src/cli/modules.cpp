@@ -32,6 +32,11 @@ const CurlModule& curl() {
   return module;
 }
 
+const CryptoModule& crypto() {
+  static const CryptoModule& module = load<CryptoModule>("tfork-crypto.so", "tfork_crypto_module");
+  return module;
+}
+
 const ServeModule& serve() {
   static const ServeModule& module = load<ServeModule>("tfork-serve.so", "tfork_serve_module");
   return module;

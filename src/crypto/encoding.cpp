@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Hex and base64 (RFC 4648 §4, standard alphabet with padding).
 
-#include "tfork/crypto/hash.hpp"
-
-#include <openssl/evp.h>
+#include "tfork/crypto/primitives.hpp"
 
 #include <array>
 
@@ -31,16 +29,11 @@ std::string to_hex(std::string_view bytes) {
 }
 
 std::string base64_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');  // + the NUL EVP writes
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                     reinterpret_cast<const unsigned char*>(bytes.data()),
-                                     static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(length));
-  return out;
+  return primitives().base64_encode(bytes);
 }
 
 std::optional<std::string> base64_decode(std::string_view text) {
-  // EVP_DecodeBlock skips surrounding whitespace and keeps padding bytes as zeros, so the
+  // OpenSSL's EVP_DecodeBlock skips surrounding whitespace and keeps padding bytes as zeros, so the
   // strict shape check (Content-MD5 must be exactly base64, S3 answers InvalidDigest
   // otherwise) is done here: groups of 4, alphabet only, '=' only as the last 1–2 symbols.
   if (text.size() % 4 != 0) return std::nullopt;
@@ -51,12 +44,9 @@ std::optional<std::string> base64_decode(std::string_view text) {
     if (!is_base64_symbol(text[i])) return std::nullopt;
   if (text.empty()) return std::string();
 
-  std::string out(text.size() / 4 * 3, '\0');
-  const int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                     reinterpret_cast<const unsigned char*>(text.data()),
-                                     static_cast<int>(text.size()));
-  if (length < 0) return std::nullopt;
-  out.resize(static_cast<std::size_t>(length) - padding);
+  auto out = primitives().base64_decode_block(text);
+  if (!out || out->size() < padding) return std::nullopt;
+  out->resize(out->size() - padding);
   return out;
 }
 

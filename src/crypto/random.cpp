@@ -1,25 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tfork/crypto/hash.hpp"
-
-#include <openssl/rand.h>
-
-#include <stdexcept>
+#include "tfork/crypto/primitives.hpp"
 
 namespace tfork::crypto {
-namespace {
-
-std::string random_bytes(std::size_t count) {
-  std::string out(count, '\0');
-  if (count > 0 &&
-      RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(count)) != 1)
-    throw std::runtime_error("OpenSSL RAND_bytes failed");
-  return out;
-}
-
-}  // namespace
-
 std::string random_hex(std::size_t bytes) {
-  return to_hex(random_bytes(bytes));
+  return to_hex(primitives().random_bytes(bytes));
 }
 
 std::string random_alnum(std::size_t length) {
@@ -31,7 +15,7 @@ std::string random_alnum(std::size_t length) {
   std::string out;
   out.reserve(length);
   while (out.size() < length) {
-    for (const char byte : random_bytes(length - out.size() + 8)) {
+    for (const char byte : primitives().random_bytes(length - out.size() + 8)) {
       const auto value = static_cast<unsigned char>(byte);
       if (value >= usable_limit) continue;
       out.push_back(alphabet[value % alphabet.size()]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `cmake --install` lays out a working tfork: the binary finds its modules (tfork-curl.so,
-# tfork-serve.so) under <prefix>/lib/tfork, and the man page and completions are in place.
+# tfork-crypto.so, tfork-serve.so) under <prefix>/lib/tfork, and the man page and completions
+# are in place.
 source "$(dirname "$0")/lib.sh"
 require_tfork
 build_dir=$(dirname "$TFORK")
@@ -10,9 +11,9 @@ build_dir=$(dirname "$TFORK")
 step "install into a temporary prefix"
 prefix=$WORK/prefix
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
-for file in bin/tfork lib/tfork/tfork-curl.so lib/tfork/tfork-serve.so share/man/man1/tfork.1 \
-            share/bash-completion/completions/tfork share/zsh/vendor-completions/_tfork \
-            share/fish/vendor_completions.d/tfork.fish; do
+for file in bin/tfork lib/tfork/tfork-curl.so lib/tfork/tfork-crypto.so lib/tfork/tfork-serve.so \
+            share/man/man1/tfork.1 share/bash-completion/completions/tfork \
+            share/zsh/vendor-completions/_tfork share/fish/vendor_completions.d/tfork.fish; do
   [[ -f "$prefix/$file" ]] || fail "cmake --install did not install $file"
 done
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Loading tfork's own optional modules. libcurl (with its GnuTLS, Kerberos and LDAP tree) and
-// the local store's SQLite + cpp-httplib cost several milliseconds and megabytes to load, so
-// they live in modules (tfork-curl.so, tfork-serve.so) that a command loads only when it needs
-// them: `tfork version` loads neither, `fork create` only curl, `serve` only the store
-// (cli.md §9 start-up and memory goals). What a module exports, and the same-build contract,
+// Loading tfork's own optional modules. libcurl (with its GnuTLS, Kerberos and LDAP tree),
+// OpenSSL's libcrypto and the local store's SQLite + libmicrohttpd cost several milliseconds and
+// megabytes to load, so they live in modules (tfork-curl.so, tfork-crypto.so, tfork-serve.so)
+// that a command loads only when it needs them: `tfork version` loads none, `fork create` curl
+// and crypto, `--dry-run` only crypto, `serve` only the store (cli.md §9 start-up and memory
+// goals). What a module exports, and the same-build contract,
 // are in tfork/modules/modules.hpp.
 
 #include <string_view>

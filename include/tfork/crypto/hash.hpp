@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Hashes, MACs and encodings over OpenSSL (and small table-driven CRCs). Domain-free.
+// Hashes, MACs and encodings over OpenSSL (and small table-driven CRCs). Domain-free. OpenSSL is
+// reached through tfork/crypto/primitives.hpp, which says why and how the executable loads it.
 
 #include <cstdint>
 #include <memory>

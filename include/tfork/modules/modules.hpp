@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The contract between the tfork executable and its loadable modules (tfork/core/module.hpp
-// says why they exist: libcurl and the local store cost more to load than all the rest).
+// says why they exist: libcurl, libcrypto and the local store cost more to load than all the
+// rest).
 //
-// Each module exports one C function, `tfork_curl_module` or `tfork_serve_module`, that
-// returns a pointer to a struct of function pointers; nothing else crosses the boundary, and
-// each function has one definition, in the module. The structs pass C++ types (Options,
-// std::function, std::optional<Error>), so a module works only with the executable of the
-// same build: same tfork version, same compiler, same struct layout. The loader checks
+// Each module exports one C function, `tfork_curl_module`, `tfork_crypto_module` or
+// `tfork_serve_module`, that returns a pointer to a struct of function pointers; nothing else
+// crosses the boundary, and each function has one definition, in the module. The structs pass C++
+// types (Options, std::function, std::optional<Error>), so a module works only with the executable
+// of the same build: same tfork version, same compiler, same struct layout. The loader checks
 // `size`, `version` and `compiler` before the first call and refuses a module from another
 // build with ModuleLoadFailed (exit 1) instead of crashing in it.
 
 #include "tfork/core/error.hpp"
+#include "tfork/crypto/primitives.hpp"
 #include "tfork/http/transport.hpp"
 #include "tfork/server/serve.hpp"
 
@@ -28,6 +30,14 @@ struct CurlModule {
   const char* compiler;  // __VERSION__ where the module was built
   // The libcurl transport (http::make_curl_transport); the caller owns the result.
   http::Transport* (*make_transport)(const http::Options& options);
+};
+
+struct CryptoModule {
+  std::size_t size;
+  const char* version;
+  const char* compiler;
+  // OpenSSL's digests, HMAC, random bytes and base64 (crypto::openssl_primitives()).
+  crypto::Primitives primitives;
 };
 
 using ReadyCallback =
@@ -49,11 +59,13 @@ struct ServeModule {
 // (ModuleNotFound, ModuleLoadFailed; exit 1) when a module is missing, cannot be loaded, has
 // no entry point or comes from another build.
 const CurlModule& curl();
+const CryptoModule& crypto();
 const ServeModule& serve();
 
 }  // namespace tfork::modules
 
 extern "C" {
 const tfork::modules::CurlModule* tfork_curl_module();
+const tfork::modules::CryptoModule* tfork_crypto_module();
 const tfork::modules::ServeModule* tfork_serve_module();
 }
