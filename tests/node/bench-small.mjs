@@ -91,7 +91,7 @@ async function phase(method, paths, body) {
     while (next < paths.length) {
       const i = next++;
       const t = performance.now();
-      await sendRetrying(method, paths[i], body);
+      await sendRetrying(method, paths[i], typeof body === 'function' ? body(i) : body);
       latencies[i] = performance.now() - t;
     }
   }));
@@ -99,7 +99,14 @@ async function phase(method, paths, body) {
 }
 
 const key = (i) => `small/${String(i).padStart(6, '0')}`;
-const body = Buffer.alloc(4096, 'x');
+// Every object has content of its own: a store that keeps identical content once (tfork serve
+// does) must not be measured on a workload that is all duplicates.
+const bodyOf = (i) => {
+  const b = Buffer.alloc(4096, 'x');
+  b.write(`object ${i} of run ${process.pid} at ${Date.now()}`);
+  return b;
+};
+const body = bodyOf(0);
 const lists = Math.max(1, Math.floor(ops / 10));
 // All URLs first: nothing is signed while a phase is timed.
 const puts = Array.from({ length: ops }, (_, i) => presign('PUT', key(i)));
@@ -111,7 +118,7 @@ const pages = Array.from({ length: lists }, (_, i) => presign('GET', undefined, 
 // A short warm-up (connections opened, caches filled), not counted.
 await phase('PUT', puts.slice(0, Math.min(ops, 200)), body);
 const result = { ops, concurrency, object_bytes: body.length };
-result.put = await phase('PUT', puts, body);
+result.put = await phase('PUT', puts, bodyOf);
 result.get = await phase('GET', gets);
 result.list = await phase('GET', pages);
 agent.destroy();
