@@ -268,11 +268,9 @@ std::expected<std::vector<Header>, S3Error> AwsChunkedDecoder::finish() {
 
 BodyReceiver::BodyReceiver(BodyPlan plan) : plan_(std::move(plan)) {
   if (plan_.aws_chunked) decoder_.emplace(plan_.signing);
-  if (plan_.to_file) {
-    file_.emplace(plan_.tmp_dir, plan_.checksums);
-  } else if (plan_.sha256_hex) {
-    sha256_.emplace(crypto::Digest::Algorithm::sha256);
-  }
+  // An object body's spool file hashes what it is given; a body kept in memory is hashed
+  // as it arrives (control bodies) or at the end (small object bodies, at most 16 KiB).
+  if (!plan_.to_file && plan_.sha256_hex) sha256_.emplace(crypto::Digest::Algorithm::sha256);
 }
 
 BodyReceiver::~BodyReceiver() = default;
@@ -281,6 +279,14 @@ std::expected<void, S3Error> BodyReceiver::take(std::string_view data) {
   size_ += data.size();
   if (size_ > plan_.max_size) {
     return error(plan_.to_file ? Err::entity_too_large : Err::max_message_length_exceeded);
+  }
+  if (!file_ && plan_.to_file &&
+      memory_.size() + data.size() > static_cast<std::size_t>(store::k_max_db_blob)) {
+    // Past the size of a blob kept in the database: the body goes to a file (which also
+    // keeps every body's memory bounded), from its first byte.
+    file_.emplace(plan_.tmp_dir, plan_.checksums);
+    if (auto moved = file_->write(memory_); !moved) return moved;
+    std::string().swap(memory_);
   }
   if (file_) return file_->write(data);
   memory_.append(data);
@@ -322,8 +328,11 @@ std::expected<DecodedBody, S3Error> BodyReceiver::finish() {
       return error(Err::content_sha256_mismatch);
     out.file = std::move(*spooled);
   } else {
-    if (sha256_ && crypto::to_hex(sha256_->finish()) != *plan_.sha256_hex)
-      return error(Err::content_sha256_mismatch);
+    if (plan_.sha256_hex) {
+      // Without aws-chunked framing (x-amz-content-sha256 is a hash): the wire is the body.
+      const auto actual = sha256_ ? crypto::to_hex(sha256_->finish()) : crypto::sha256_hex(memory_);
+      if (actual != *plan_.sha256_hex) return error(Err::content_sha256_mismatch);
+    }
     out.data = std::move(memory_);
   }
   return out;

@@ -34,6 +34,8 @@ Err from_store(store::StoreErrc code) {
       return Err::no_such_entity;
     case store::StoreErrc::invalid_argument:
       return Err::invalid_argument;
+    case store::StoreErrc::no_space:
+      return Err::insufficient_storage;
     case store::StoreErrc::io:
       return Err::internal_error;
   }

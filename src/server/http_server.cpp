@@ -141,9 +141,10 @@ Response plain_error(Err id) {
   return response;
 }
 
-// Streams a response's file segments with pread, in order, from files the handler opened.
+// Streams a response's segments in order: file segments with pread from files the handler
+// opened, and small blobs' bytes from memory.
 struct SegmentReader {
-  std::vector<FileSegment> segments;
+  std::vector<BodySegment> segments;
   std::vector<std::shared_ptr<const OpenFile>> files;
   std::size_t index = 0;
   std::uint64_t base = 0;  // response offset where segments[index] starts
@@ -158,6 +159,10 @@ struct SegmentReader {
     const auto& segment = segments[index];
     const auto within = pos - base;
     const auto want = std::min<std::uint64_t>(max, segment.length - within);
+    if (segment.bytes) {
+      std::memcpy(buffer, segment.bytes->data() + segment.offset + within, want);
+      return static_cast<ssize_t>(want);
+    }
     const auto got =
         ::pread(files[index]->fd(), buffer, want,
                 static_cast<off_t>(segment.offset + static_cast<std::int64_t>(within)));
@@ -169,28 +174,40 @@ struct SegmentReader {
   }
 };
 
-std::shared_ptr<const OpenFile> open_segment(const FileSegment& segment) {
-  if (segment.file) return segment.file;
+std::shared_ptr<const OpenFile> open_segment(const BodySegment& segment) {
+  if (segment.file || segment.bytes) return segment.file;
   const int fd = ::open(segment.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   return std::make_shared<const OpenFile>(fd);
 }
 
+constexpr std::int64_t k_max_buffered_body = 4 * store::k_max_db_blob;
+
 MHD_Response* to_mhd(Response response, bool head_request) {
   MHD_Response* out = nullptr;
-  if (!response.file_body.empty()) {
+  if (!response.blob_body.empty() && response.body_length() <= k_max_buffered_body &&
+      std::ranges::all_of(response.blob_body, [](const auto& s) { return s.bytes != nullptr; })) {
+    // Only small blobs' bytes, already in memory: sent from one buffer.
+    for (const auto& segment : response.blob_body) {
+      response.body.append(std::string_view(*segment.bytes)
+                               .substr(static_cast<std::size_t>(segment.offset),
+                                       static_cast<std::size_t>(segment.length)));
+    }
+    response.blob_body.clear();
+  }
+  if (!response.blob_body.empty()) {
     auto reader = std::make_unique<SegmentReader>();
-    for (const auto& segment : response.file_body) {
+    for (const auto& segment : response.blob_body) {
       auto file = open_segment(segment);
-      if (!file) {
+      if (!file && !segment.bytes) {
         spdlog::error("cannot open blob {}", segment.path.string());
         return nullptr;
       }
       reader->files.push_back(std::move(file));
     }
-    reader->segments = std::move(response.file_body);
+    reader->segments = std::move(response.blob_body);
     const auto length = static_cast<std::uint64_t>(response.body_length());
-    if (reader->segments.size() == 1) {
+    if (reader->segments.size() == 1 && reader->files[0]) {
       // One file: sent by the kernel (sendfile) from a descriptor of its own.
       const int fd = ::dup(reader->files[0]->fd());
       if (fd >= 0) {

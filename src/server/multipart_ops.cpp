@@ -169,6 +169,13 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
                   algorithm.empty() ? std::vector<std::string>{} : std::vector{algorithm});
   std::string buffer(std::size_t{256} << 10, '\0');
   for (const auto& segment : segments_for(context.store, info, start, length)) {
+    if (segment.bytes) {
+      const auto bytes = std::string_view(*segment.bytes)
+                             .substr(static_cast<std::size_t>(segment.offset),
+                                     static_cast<std::size_t>(segment.length));
+      if (auto written = spool.write(bytes); !written) fail(std::move(written.error()));
+      continue;
+    }
     std::ifstream in(segment.path, std::ios::binary);
     in.seekg(segment.offset);
     for (std::int64_t left = segment.length; left > 0;) {

@@ -286,16 +286,22 @@ std::optional<ByteRange> parse_range(std::string_view header, std::int64_t size)
   return range;
 }
 
-std::vector<FileSegment> segments_for(const store::Store& store, const store::ObjectInfo& info,
-                                      std::int64_t start, std::int64_t length) {
-  std::vector<FileSegment> out;
+std::vector<BodySegment> segments_for(const store::Store& store, const store::ObjectInfo& info,
+                                      std::int64_t start, std::int64_t length,
+                                      const std::vector<std::shared_ptr<const OpenFile>>& files) {
+  std::vector<BodySegment> out;
   std::int64_t part_start = 0;
-  for (const auto& part : info.parts) {
+  for (std::size_t i = 0; i < info.parts.size(); ++i) {
+    const auto& part = info.parts[i];
     const std::int64_t part_end = part_start + part.size;
     const std::int64_t from = std::max(start, part_start);
     const std::int64_t to = std::min(start + length, part_end);
-    if (from < to)
-      out.push_back(FileSegment{store.blob_path(part), from - part_start, to - from, nullptr});
+    if (from < to) {
+      BodySegment segment{{}, from - part_start, to - from, nullptr, part.bytes};
+      if (!part.bytes) segment.path = store.blob_path(part);
+      if (i < files.size()) segment.file = files[i];
+      out.push_back(std::move(segment));
+    }
     part_start = part_end;
   }
   return out;
@@ -359,13 +365,18 @@ Response get_object(Context& context) {
   const auto version = version_id(context);
   if (version) at = version;
   auto info = check(context.store.get_object(bucket, key, at), bucket, key);
-  // The blobs are opened now and held until the body is sent (store.hpp: an overwrite may
-  // unlink them); one already gone means a newer state, which is resolved again.
+  // The blob files are opened now and held until the body is sent (store.hpp: an overwrite
+  // may unlink them); one already gone means a newer state, which is resolved again. Small
+  // blobs came with their bytes.
   std::vector<std::shared_ptr<const OpenFile>> files;
   for (int attempt = 0; !context.is_head(); ++attempt) {
     files.clear();
     bool all_open = true;
     for (const auto& part : info.parts) {
+      if (part.bytes) {
+        files.push_back(nullptr);
+        continue;
+      }
       const int fd = ::open(context.store.blob_path(part).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
         all_open = false;
@@ -441,14 +452,7 @@ Response get_object(Context& context) {
   }
   response.content_length = length;
   if (!context.is_head()) {
-    response.file_body = segments_for(context.store, info, start, length);
-    // Attach each segment's open file (segments follow the parts in order).
-    std::size_t part = 0;
-    for (auto& segment : response.file_body) {
-      while (part < info.parts.size() && segment.path != context.store.blob_path(info.parts[part]))
-        ++part;
-      if (part < files.size()) segment.file = files[part];
-    }
+    response.blob_body = segments_for(context.store, info, start, length, files);
   }
   return response;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tfork serve --verify` (issue 9 §4): a scrub of the data directory. Every blob the store
-// records is read back and hashed; a file that is gone, has another size or hashes to
-// something else is reported on its own line. No server is started, and nothing is changed
-// beyond what opening the store always does (an unfinished upload's temporary files go).
+// records is read back and hashed, whether a file or bytes kept in the database; one that is
+// gone, has another size or hashes to something else is reported on its own line. No server is
+// started, and nothing is changed beyond what opening the store always does (an unfinished upload's
+// temporary files go).
 #include "tfork/crypto/hash.hpp"
 #include "tfork/server/serve.hpp"
 
@@ -26,6 +27,14 @@ struct BlobCheck {
   std::string sha256_hex;
   std::string error;  // errno text for missing/unreadable
 };
+
+BlobCheck judge(BlobCheck result, const store::BlobRef& blob) {
+  if (result.size != blob.size)
+    result.verdict = BlobCheck::Verdict::wrong_size;
+  else if (result.sha256_hex != blob.hash)
+    result.verdict = BlobCheck::Verdict::corrupt;
+  return result;
+}
 
 // Reads the file through a fixed buffer: its size and SHA-256.
 BlobCheck check_blob(const std::filesystem::path& path, const store::BlobRef& blob) {
@@ -53,11 +62,15 @@ BlobCheck check_blob(const std::filesystem::path& path, const store::BlobRef& bl
   }
   ::close(fd);
   result.sha256_hex = crypto::to_hex(digest.finish());
-  if (result.size != blob.size)
-    result.verdict = BlobCheck::Verdict::wrong_size;
-  else if (result.sha256_hex != blob.hash)
-    result.verdict = BlobCheck::Verdict::corrupt;
-  return result;
+  return judge(std::move(result), blob);
+}
+
+// A small blob's bytes from the database.
+BlobCheck check_bytes(const std::string& bytes, const store::BlobRef& blob) {
+  BlobCheck result;
+  result.size = std::ssize(bytes);
+  result.sha256_hex = crypto::sha256_hex(bytes);
+  return judge(std::move(result), blob);
 }
 
 }  // namespace
@@ -88,8 +101,14 @@ std::optional<Error> verify_store(const ServeOptions& options,
   std::size_t corrupt = 0;
   std::int64_t bytes = 0;
   for (const auto& blob : *blobs) {
-    const auto path = store.blob_path(blob);
-    const auto found = check_blob(path, blob);
+    auto in_db = store.db_blob_bytes(blob.hash);
+    if (!in_db) {
+      return verify_error("StoreUnusable", "cannot read blob " + blob.hash + " in " + dir.string() +
+                                               ": " + in_db.error().message);
+    }
+    // Where the blob lives, as the report names it: its file, or the database.
+    const auto path = *in_db ? dir / "meta.db" : store.blob_path(blob);
+    const auto found = *in_db ? check_bytes(**in_db, blob) : check_blob(path, blob);
     bytes += found.size;
     switch (found.verdict) {
       case BlobCheck::Verdict::good:

@@ -82,9 +82,9 @@ Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_numb
                 "part number must be 1.." + std::to_string(kMaxPartNumber));
   }
   return write([&](WriteCtx& ctx) -> Result<PartInfo> {
-    ctx.consumed_pins.push_back(blob.hash);
+    release_on_commit(ctx, blob);
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
-    if (!blobs_.exists(blob.hash)) {
+    if (!present(blob)) {
       return fail(StoreErrc::invalid_argument, "blob " + blob.hash + " was not written");
     }
     std::optional<std::string> replaced;
@@ -93,7 +93,7 @@ Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_numb
       if (q->bind(1, upload_id).bind(2, std::int64_t{part_number}).step()) replaced = q->text(0);
     }
     // Take the new reference before dropping the replaced part's (same content re-sent).
-    add_ref(ctx, blob.hash, blob.size);
+    add_ref(ctx, blob);
     if (replaced) drop_ref(ctx, *replaced);
     const auto encoded = encode_metadata(checksums);
     ctx.db

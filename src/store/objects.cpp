@@ -93,17 +93,48 @@ Result<ObjectInfo> SqliteStore::get_object(std::string_view bucket, std::string_
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     const auto found = resolve(db, chain(db, row->id, at), key);
     if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(key));
-    return object_info(db, found->bucket_id, key, found->row);
+    auto info = object_info(db, found->bucket_id, key, found->row);
+    load_bytes(db, info.parts);  // in this read transaction: the bytes of this very version
+    return info;
   });
 }
 
 // ---------------------------------------------------------------- write path
 
-void SqliteStore::add_ref(WriteCtx& ctx, std::string_view hash, std::int64_t size) {
-  auto q = ctx.db.query(
-      "INSERT INTO blobs(hash, size, refcnt) VALUES(?1, ?2, 1) "
-      "ON CONFLICT(hash) DO UPDATE SET refcnt=refcnt+1");
-  q->bind(1, hash).bind(2, size).run();
+void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& blob) {
+  bool first = false;
+  {
+    auto q = ctx.db.query(
+        "INSERT INTO blobs(hash, size, refcnt) VALUES(?1, ?2, 1) "
+        "ON CONFLICT(hash) DO UPDATE SET refcnt=refcnt+1 RETURNING refcnt");
+    first = q->bind(1, std::string_view(blob.hash)).bind(2, blob.size).step() && q->int64(0) == 1;
+  }
+  // A blob still named by a row keeps the form it was first stored in.
+  if (first && blob.bytes) {
+    ctx.db.query("INSERT OR REPLACE INTO blob_bytes(hash, data) VALUES(?1, ?2)")
+        ->bind(1, std::string_view(blob.hash))
+        .bind_blob(2, *blob.bytes)
+        .run();
+  }
+}
+
+bool SqliteStore::present(const BlobRef& blob) const {
+  // Under the writer lock no unlink can race this check (§6.7), so a row never names a
+  // missing file; a blob with bytes is written by the row's own transaction.
+  return blob.bytes != nullptr || blobs_.exists(blob.hash);
+}
+
+void SqliteStore::release_on_commit(WriteCtx& ctx, const BlobRef& blob) {
+  if (!blob.bytes) ctx.consumed_pins.push_back(blob.hash);  // only files are pinned
+}
+
+void SqliteStore::load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts) {
+  for (auto& part : parts) {
+    if (part.bytes || part.size > k_max_db_blob) continue;
+    auto q = db.query("SELECT data FROM blob_bytes WHERE hash=?1");
+    if (q->bind(1, std::string_view(part.hash)).step())
+      part.bytes = std::make_shared<const std::string>(q->blob(0));
+  }
 }
 
 void SqliteStore::drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count) {
@@ -115,7 +146,8 @@ void SqliteStore::drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t co
   }
   if (left > 0) return;
   ctx.db.query("DELETE FROM blobs WHERE hash=?1")->bind(1, hash).run();
-  ctx.freed.emplace_back(hash);  // unlinked after COMMIT (§6.7)
+  ctx.db.query("DELETE FROM blob_bytes WHERE hash=?1")->bind(1, hash).run();
+  if (ctx.db.changes() == 0) ctx.freed.emplace_back(hash);  // a file: unlinked after COMMIT (§6.7)
 }
 
 void SqliteStore::remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key,
@@ -214,7 +246,7 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
       }
     }
     for (const auto& part : parts)
-      add_ref(ctx, part.hash, part.size);
+      add_ref(ctx, part);
     if (previous && !pinned(ctx.db, bucket.id, previous->seq, seq)) {
       remove_version(ctx, bucket.id, key, previous->seq);
     }
@@ -242,13 +274,11 @@ Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     for (const auto& part : object.parts)
-      ctx.consumed_pins.push_back(part.hash);
+      release_on_commit(ctx, part);
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     for (const auto& part : object.parts) {
-      // Under the writer lock no unlink can race this check (§6.7), so a row never names a
-      // missing file.
-      if (!blobs_.exists(part.hash)) {
+      if (!present(part)) {
         return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
       }
     }

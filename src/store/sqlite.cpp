@@ -42,6 +42,12 @@ Stmt& Stmt::bind(int index, std::optional<std::string_view> value) {
   return value ? bind(index, *value) : bind_null(index);
 }
 
+Stmt& Stmt::bind_blob(int index, std::string_view bytes) {
+  const int rc = sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) fail(db_, rc, "bind");
+  return *this;
+}
+
 Stmt& Stmt::bind_null(int index) {
   const int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK) fail(db_, rc, "bind");
@@ -77,6 +83,12 @@ std::string_view Stmt::view(int column) const {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
   if (text == nullptr) return {};
   return {text, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))};
+}
+
+std::string Stmt::blob(int column) const {
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
+  if (bytes == nullptr) return {};
+  return {bytes, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column))};
 }
 
 std::string Stmt::text(int column) const {
@@ -134,6 +146,10 @@ Stmt& Db::statement(std::string_view sql) {
 
 std::int64_t Db::changes() const noexcept {
   return sqlite3_changes64(db_);
+}
+
+bool Db::in_transaction() const noexcept {
+  return sqlite3_get_autocommit(db_) == 0;
 }
 
 Transaction::Transaction(Db& db, Kind kind) : db_(&db) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Thin RAII over the SQLite C API, private to the store (server-design.md §3, §6.8).
-// Failures throw DbError; the store turns them into StoreErrc::io at its public boundary,
-// so the engine's logic reads as straight-line SQL without error plumbing on every step.
+// Failures throw DbError; the store turns them into StoreErrc::io (no_space when the disk is
+// full) at its public boundary, so the engine's logic reads as straight-line SQL without error
+// plumbing on every step.
 
 #include <sqlite3.h>
 
@@ -38,6 +39,7 @@ class Stmt {
   Stmt& bind(int index, std::string_view value);
   Stmt& bind(int index, std::optional<std::string_view> value);  // nullopt binds NULL
   Stmt& bind_null(int index);
+  Stmt& bind_blob(int index, std::string_view bytes);  // binary: no text conversion
 
   // Advances to the next row: true while a row is available, false when done.
   bool step();
@@ -51,6 +53,7 @@ class Stmt {
   std::string_view view(int column) const;  // valid until the next step/reset
   std::optional<std::string> opt_text(int column) const;
   std::optional<std::int64_t> opt_int64(int column) const;
+  std::string blob(int column) const;  // the bytes of a BLOB column ("" for NULL)
 
   sqlite3_stmt* handle() const noexcept { return stmt_; }
 
@@ -89,6 +92,8 @@ class Db {
   // cursors) and reset it themselves.
   Stmt& statement(std::string_view sql);
   std::int64_t changes() const noexcept;
+  // Whether a transaction is open (SQLite ends one by itself on some errors, e.g. disk full).
+  bool in_transaction() const noexcept;
   sqlite3* handle() const noexcept { return db_; }
 
  private:

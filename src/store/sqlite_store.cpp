@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sqlite_store.hpp"
 
+#include "tfork/crypto/hash.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace tfork::store {
@@ -62,6 +65,11 @@ CREATE TABLE IF NOT EXISTS blobs(
   hash TEXT PRIMARY KEY,
   size INTEGER NOT NULL,
   refcnt INTEGER NOT NULL) WITHOUT ROWID;
+-- The bytes of small blobs (k_max_db_blob), apart from the refcounts: a count changes often
+-- and must not rewrite the bytes. A blob with no row here is a file under blobs/.
+CREATE TABLE IF NOT EXISTS blob_bytes(
+  hash TEXT PRIMARY KEY,
+  data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS uploads(
   upload_id TEXT PRIMARY KEY,
   bucket_id INTEGER NOT NULL REFERENCES buckets(id),
@@ -102,6 +110,8 @@ constexpr int kReclaimBatch = 500;
 
 // Idle read connections kept; more are opened on demand and closed when returned.
 constexpr std::size_t kMaxIdleReaders = 256;
+// Writes committed together at most (group commit): bounds the wait of the first one.
+constexpr std::size_t kMaxWriteBatch = 64;
 
 constexpr const char* kBucketColumns =
     "id, name, snapshot_enabled, parent_id, fork_seq, created_seq";
@@ -266,6 +276,94 @@ void SqliteStore::release_reader(std::unique_ptr<sqlite::Db> db) {
   if (pool_.size() < kMaxIdleReaders) pool_.push_back(std::move(db));
 }
 
+StoreError failure_of(const std::exception& e, std::string_view doing) {
+  bool full = false;
+  if (const auto* db = dynamic_cast<const sqlite::DbError*>(&e)) {
+    full = (db->code() & 0xff) == SQLITE_FULL;
+  } else if (const auto* sys = dynamic_cast<const std::system_error*>(&e)) {
+    // errno values, whether the category is generic (ours) or system (std::filesystem's).
+    full = sys->code().value() == ENOSPC || sys->code().value() == EDQUOT;
+  }
+  return StoreError{full ? StoreErrc::no_space : StoreErrc::io,
+                    std::string(doing) + ": " + e.what()};
+}
+
+// ---------------------------------------------------------------- group commit
+
+void SqliteStore::run_queued(QueuedWrite& item) {
+  std::unique_lock lock(queue_mu_);
+  queue_.push_back(&item);
+  while (true) {
+    queue_wake_.wait(lock, [&] { return item.done || !leading_; });
+    if (item.done) return;
+    // Lead: take what waits, in arrival order (this item may be behind a full batch).
+    leading_ = true;
+    const auto take = std::min(queue_.size(), kMaxWriteBatch);
+    const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
+    queue_.erase(queue_.begin(), queue_.begin() + take);
+    lock.unlock();
+    run_batch(batch);
+    lock.lock();
+    for (auto* queued : batch)
+      queued->done = true;
+    leading_ = false;
+    queue_wake_.notify_all();
+  }
+}
+
+void SqliteStore::run_batch(const std::vector<QueuedWrite*>& batch) {
+  std::lock_guard lock(write_mu_);
+  std::vector<WriteCtx> contexts;
+  contexts.reserve(batch.size());
+  std::vector<bool> kept(batch.size(), false);
+  const bool savepoints = batch.size() > 1;
+  bool undone = false;  // some changes were rolled back
+  try {
+    sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      auto& ctx = contexts.emplace_back(WriteCtx{*writer_, {}, {}});
+      if (savepoints) writer_->exec("SAVEPOINT queued_write");
+      try {
+        kept[i] = batch[i]->run(ctx);
+      } catch (const std::exception& e) {
+        batch[i]->failure = failure_of(e, "writing");
+        // SQLite rolled the whole transaction back: the batch fails, below.
+        if (!writer_->in_transaction()) throw;
+      }
+      if (!kept[i]) undone = true;
+      if (savepoints) {
+        if (!kept[i]) writer_->exec("ROLLBACK TO queued_write");
+        writer_->exec("RELEASE queued_write");
+      }
+    }
+    if (kept.front() || savepoints) txn.commit();  // else the destructor rolls back
+  } catch (const std::exception& e) {
+    // Nothing of this batch was committed: every body's result is void.
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i]->failure) batch[i]->failure = failure_of(e, "committing");
+      kept[i] = false;
+    }
+    undone = true;
+  }
+  // A body may have cached a chain it read from rows that were then rolled back.
+  if (undone) forget_all_chains();
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    auto& ctx = contexts[i];
+    if (kept[i] && !ctx.freed.empty()) {
+      // Still under the writer lock: a hash freed and re-referenced in the same transaction
+      // has a row again and must stay (§6.7: unlink only what no row names).
+      std::vector<std::string> unlink;
+      for (auto& hash : ctx.freed) {
+        auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
+        if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(std::move(hash));
+      }
+      blobs_.remove_unreferenced(unlink);
+    }
+    for (const auto& hash : ctx.consumed_pins)
+      blobs_.release(hash);
+  }
+}
+
 Seq SqliteStore::now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -360,6 +458,11 @@ std::vector<Layer> SqliteStore::chain(sqlite::Db& db, std::int64_t bucket_id,
 void SqliteStore::forget_chain(std::int64_t bucket_id) {
   std::unique_lock lock(chain_mu_);
   chains_.erase(bucket_id);
+}
+
+void SqliteStore::forget_all_chains() {
+  std::unique_lock lock(chain_mu_);
+  chains_.clear();
 }
 
 // ---------------------------------------------------------------- buckets
@@ -669,14 +772,29 @@ Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) 
 
 Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
   try {
+    if (std::ssize(content) <= k_max_db_blob) {
+      // Written with the row that first names it (add_ref), in one transaction.
+      return BlobRef{crypto::sha256_hex(content),
+                     std::ssize(content),
+                     {},
+                     std::make_shared<const std::string>(content)};
+    }
     return blobs_.write(content);
   } catch (const std::exception& e) {
-    return fail(StoreErrc::io, std::string("writing a blob: ") + e.what());
+    return std::unexpected(failure_of(e, "writing a blob"));
   }
 }
 
 fs::path SqliteStore::blob_path(const BlobRef& blob) const {
   return blobs_.path_of(blob.hash);
+}
+
+Result<std::optional<std::string>> SqliteStore::db_blob_bytes(std::string_view hash) {
+  return read([&](sqlite::Db& db) -> Result<std::optional<std::string>> {
+    auto q = db.query("SELECT data FROM blob_bytes WHERE hash=?1");
+    if (!q->bind(1, hash).step()) return std::nullopt;
+    return q->blob(0);
+  });
 }
 
 Result<std::vector<BlobRef>> SqliteStore::list_blobs() {
@@ -700,9 +818,14 @@ Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view s
       });
   if (!hex) return fail(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
   try {
+    // A small upload joins the database like any small blob (read back and checked).
+    if (std::error_code ec;
+        fs::file_size(file, ec) <= static_cast<std::uintmax_t>(k_max_db_blob) && !ec) {
+      return Store::adopt_blob(file, sha256_hex);
+    }
     return blobs_.adopt(file, sha256_hex);
   } catch (const std::exception& e) {
-    return fail(StoreErrc::io, std::string("adopting a blob: ") + e.what());
+    return std::unexpected(failure_of(e, "adopting a blob"));
   }
 }
 

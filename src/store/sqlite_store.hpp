@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -87,6 +88,19 @@ struct WriteCtx {
   std::vector<std::string> consumed_pins;
 };
 
+// An exception from the disk or SQLite as a store error: no_space when the disk or the quota
+// is full (SQLITE_FULL, ENOSPC, EDQUOT), else io. `doing` starts the message.
+StoreError failure_of(const std::exception& e, std::string_view doing);
+
+// A write waiting for the writer connection (group commit, §6.8). Whichever waiting thread
+// finds no batch running leads the next one: it runs the queued bodies, each in a savepoint
+// of one shared transaction, commits once for all of them, and wakes their threads.
+struct QueuedWrite {
+  std::function<bool(WriteCtx&)> run;  // runs the body; true when its changes are to be kept
+  std::optional<StoreError> failure;   // the body threw, or the batch's COMMIT failed
+  bool done = false;                   // guarded by the queue's mutex
+};
+
 class SqliteStore final : public Store {
  public:
   static Result<std::unique_ptr<Store>> open_at(const std::filesystem::path& dir,
@@ -111,6 +125,7 @@ class SqliteStore final : public Store {
   Result<BlobRef> write_blob(std::string_view content) override;
   std::filesystem::path blob_path(const BlobRef& blob) const override;
   Result<std::vector<BlobRef>> list_blobs() override;
+  Result<std::optional<std::string>> db_blob_bytes(std::string_view hash) override;
   std::filesystem::path tmp_dir() const override;
   Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                              std::string_view sha256_hex) override;
@@ -161,10 +176,14 @@ class SqliteStore final : public Store {
   std::unique_ptr<sqlite::Db> acquire_reader();
   void release_reader(std::unique_ptr<sqlite::Db> db);
 
-  // Runs `body(WriteCtx&) -> Result<T>` in one BEGIN IMMEDIATE transaction on the writer
-  // connection; commits on success, then unlinks freed blobs and releases consumed pins.
+  // Runs `body(WriteCtx&) -> Result<T>` atomically on the writer connection and returns
+  // once its changes are committed (when it succeeds) or undone (when it fails), then unlinks
+  // the blobs it freed and releases the pins it consumed. Bodies that wait together are
+  // committed together (one BEGIN IMMEDIATE ... COMMIT, a savepoint each).
   template <class F>
   auto write(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
+  void run_queued(QueuedWrite& item);
+  void run_batch(const std::vector<QueuedWrite*>& batch);
   // Runs `body(sqlite::Db&) -> Result<T>` in one read transaction on a pooled connection.
   template <class F>
   auto read(F&& body) -> decltype(body(std::declval<sqlite::Db&>()));
@@ -180,6 +199,7 @@ class SqliteStore final : public Store {
   std::shared_ptr<const Ancestry> ancestry(sqlite::Db& db, std::int64_t bucket_id);
   std::vector<Layer> chain(sqlite::Db& db, std::int64_t bucket_id, std::optional<Seq> at);
   void forget_chain(std::int64_t bucket_id);
+  void forget_all_chains();
   // Deletes one batch of a deleted bucket's rows (state=1 already committed), or, when none
   // is left and no fork row still names it, the bucket row. True when the bucket is gone.
   bool reclaim_batch(std::int64_t bucket_id);
@@ -207,8 +227,15 @@ class SqliteStore final : public Store {
   // §6.7). Returns the new seq, or nullopt when a delete left nothing to shadow.
   std::optional<Seq> insert_version(WriteCtx& ctx, const BucketRow& bucket, std::string_view key,
                                     const NewObject* object);
-  static void add_ref(WriteCtx& ctx, std::string_view hash, std::int64_t size);
+  // A new reference to `blob`; the first one also stores its bytes when it has them.
+  static void add_ref(WriteCtx& ctx, const BlobRef& blob);
   static void drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count = 1);
+  // Whether a row may name `blob` now (its file exists, or its bytes come with it).
+  bool present(const BlobRef& blob) const;
+  // Releases the write pin of `blob`'s file once the transaction ends.
+  static void release_on_commit(WriteCtx& ctx, const BlobRef& blob);
+  // Fills the bytes of the parts kept in the database.
+  static void load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts);
   // Removes one version row and its parts, dropping their blob references.
   static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
 
@@ -226,6 +253,11 @@ class SqliteStore final : public Store {
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_;
   Seq last_seq_ = 0;  // guarded by write_mu_
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_wake_;
+  std::deque<QueuedWrite*> queue_;  // guarded by queue_mu_
+  bool leading_ = false;            // a batch is running; guarded by queue_mu_
 
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> pool_;
@@ -245,31 +277,16 @@ class SqliteStore final : public Store {
 template <class F>
 auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
   using R = decltype(body(std::declval<WriteCtx&>()));
-  try {
-    std::lock_guard lock(write_mu_);
-    WriteCtx ctx{*writer_, {}, {}};
-    R result = [&]() -> R {
-      sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
-      R r = body(ctx);
-      if (r) txn.commit();
-      return r;
-    }();
-    if (result && !ctx.freed.empty()) {
-      // Still under the writer lock: a hash freed and re-referenced in the same transaction
-      // has a row again and must stay (§6.7: unlink only what no row names).
-      std::vector<std::string> unlink;
-      for (auto& hash : ctx.freed) {
-        auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
-        if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(std::move(hash));
-      }
-      blobs_.remove_unreferenced(unlink);
-    }
-    for (const auto& hash : ctx.consumed_pins)
-      blobs_.release(hash);
-    return result;
-  } catch (const std::exception& e) {
-    return fail(StoreErrc::io, e.what());
-  }
+  std::optional<R> result;
+  QueuedWrite item{[&](WriteCtx& ctx) {
+                     result.emplace(body(ctx));
+                     return result->has_value();
+                   },
+                   {},
+                   false};
+  run_queued(item);
+  if (item.failure) return std::unexpected(std::move(*item.failure));
+  return std::move(*result);
 }
 
 template <class F>
@@ -285,7 +302,7 @@ auto SqliteStore::read(F&& body) -> decltype(body(std::declval<sqlite::Db&>())) 
     release_reader(std::move(db));
     return result;
   } catch (const std::exception& e) {
-    return fail(StoreErrc::io, e.what());
+    return std::unexpected(failure_of(e, "reading"));
   }
 }
 

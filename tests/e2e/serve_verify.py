@@ -11,6 +11,7 @@ holds, and one that is not a tfork data directory, are refused and left as they 
 import hashlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -50,7 +51,8 @@ def main():
                       aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret_key,
                       config=Config(s3={"addressing_style": "path"}))
     s3.create_bucket(Bucket="scrub")
-    bodies = {"plain": b"plain object\n", "other": b"another object\n"}
+    # "plain" is kept in the metadata database (small), "other" in a blob file.
+    bodies = {"plain": b"plain object\n", "other": os.urandom(64 * 1024)}
     for key, body in bodies.items():
         s3.put_object(Bucket="scrub", Key=key, Body=body)
     parts = [os.urandom(5 * MiB), b"last part"]
@@ -76,7 +78,7 @@ def main():
              [line.split(" (")[0] for line in clean.stdout.splitlines()])
     check(clean.stdout.rstrip().endswith(": 0 corrupt, 0 missing"), f"stdout: {clean.stdout!r}")
 
-    step("a blob altered on disk and one removed: one line each, the counts, exit 1")
+    step("a blob altered on disk, one removed, one altered in the database: a line each, exit 1")
     altered = blob_file(data, parts[0])
     os.chmod(altered, 0o600)
     with open(altered, "r+b") as f:
@@ -86,19 +88,28 @@ def main():
         f.write(bytes([byte[0] ^ 0xFF]))
     removed = blob_file(data, bodies["other"])
     os.remove(removed)
+    plain_hash = hashlib.sha256(bodies["plain"]).hexdigest()
+    db = sqlite3.connect(os.path.join(data, "meta.db"))
+    with db:
+        changed = db.execute("UPDATE blob_bytes SET data=? WHERE hash=?",
+                             (b"plain 0bject\n", plain_hash)).rowcount
+    db.close()
+    check_eq("small blob rows altered in meta.db", 1, changed)
     bad = verify(srv, data)
     check_eq("exit status with a bad blob", 1, bad.returncode)
     lines = bad.stdout.splitlines()
-    check_eq("lines printed", 3, len(lines))
+    check_eq("lines printed", 4, len(lines))
     altered_hash = hashlib.sha256(parts[0]).hexdigest()
     removed_hash = hashlib.sha256(bodies["other"]).hexdigest()
     check(any(line.startswith(f"corrupt {altered_hash}: ") for line in lines),
           f"no line for the altered blob: {lines}")
     check(any(line.startswith(f"missing {removed_hash}: ") for line in lines),
           f"no line for the removed blob: {lines}")
+    check(any(line.startswith(f"corrupt {plain_hash}: ") and "meta.db" in line for line in lines),
+          f"no line for the blob altered in the database: {lines}")
     check(lines[-1].startswith("verified 4 blobs") and lines[-1].endswith(
-        ": 1 corrupt, 1 missing"), f"summary: {lines[-1]!r}")
-    check("2 of 4 blobs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+        ": 2 corrupt, 1 missing"), f"summary: {lines[-1]!r}")
+    check("3 of 4 blobs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
           f"stderr: {bad.stderr!r}")
     check(os.path.exists(altered), "--verify removed the corrupt blob")
 

@@ -119,7 +119,9 @@ class AwsChunkedDecoder {
 
 // Where a body goes and what it must satisfy.
 struct BodyPlan {
-  bool to_file = false;  // object bodies (PutObject, UploadPart); else kept in memory
+  // Object bodies (PutObject, UploadPart): kept in memory up to store::k_max_db_blob bytes,
+  // then spooled to a file in tmp_dir. Other bodies are always kept in memory.
+  bool to_file = false;
   std::uint64_t max_size = k_max_control_body;  // decoded bytes
   bool aws_chunked = false;
   std::optional<ChunkSigning> signing;        // aws-chunked with chunk signatures

@@ -49,21 +49,23 @@ class OpenFile {
   int fd_;
 };
 
-// A byte range of an immutable blob file, streamed as (part of) a response body.
-struct FileSegment {
+// A byte range of an immutable blob, streamed as (part of) a response body: of a blob file,
+// or of a small blob's bytes (store::k_max_db_blob) when `bytes` is set.
+struct BodySegment {
   std::filesystem::path path;
   std::int64_t offset = 0;
   std::int64_t length = 0;
-  std::shared_ptr<const OpenFile> file;  // opened by the handler; else opened when sent
+  std::shared_ptr<const OpenFile> file;        // opened by the handler; else opened when sent
+  std::shared_ptr<const std::string> bytes{};  // the whole blob, kept in memory
 };
 
 struct Response {
   int status = 200;
   std::vector<Header> headers;
   std::string body;
-  // Object bodies are streamed from blob files: when set, `body` is empty and these are sent
-  // in order. `content_length` is their total (or, for HEAD, the length a GET would send).
-  std::vector<FileSegment> file_body;
+  // Object bodies are streamed from blobs: when set, `body` is empty and these are sent in
+  // order. `content_length` is their total (or, for HEAD, the length a GET would send).
+  std::vector<BodySegment> blob_body;
   std::optional<std::int64_t> content_length;
 
   const std::string* header(std::string_view name) const { return find_header(headers, name); }

@@ -31,7 +31,10 @@ inline constexpr std::string_view k_stored_header_mark = ":";
 store::Metadata user_metadata(const Request& request);  // x-amz-meta-* (names lowercased)
 std::string content_type_of(const Request& request);    // default binary/octet-stream
 
-std::vector<FileSegment> segments_for(const store::Store& store, const store::ObjectInfo& info,
-                                      std::int64_t start, std::int64_t length);
+// The segments of bytes [start, start+length) of an object. `files`, when given, holds each
+// part's open file (null for a part whose bytes came with it), in the order of info.parts.
+std::vector<BodySegment> segments_for(
+    const store::Store& store, const store::ObjectInfo& info, std::int64_t start,
+    std::int64_t length, const std::vector<std::shared_ptr<const OpenFile>>& files = {});
 
 }  // namespace tfork::server

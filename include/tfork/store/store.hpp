@@ -12,10 +12,13 @@
 // * Seqs are assigned under the writer lock as max(now_ns, last_seq + 1) and persisted, so
 //   they never repeat or go backwards, across restarts too.
 // * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
-//   that names them. A blob file is immutable; stream it from blob_path() with no lock held.
-//   Its file is unlinked once no row names it (an overwrite in a regular bucket, a deleted
-//   fork), so open every part right after get_object (an open file stays readable) and, if
-//   one is already gone (ENOENT), call get_object again: the newer state is consistent.
+//   that names them. A blob of at most k_max_db_blob bytes is kept in the metadata database,
+//   in the transaction of the row that first names it: no file, no fsync, and never a row
+//   without its bytes. Its BlobRef carries the bytes (from write_blob, adopt_blob and
+//   get_object alike). A larger blob is an immutable file; stream it from blob_path() with no
+//   lock held. The file is unlinked once no row names it (an overwrite in a regular bucket, a
+//   deleted fork), so open every part right after get_object (an open file stays readable)
+//   and, if one is already gone (ENOENT), call get_object again: the newer state is consistent.
 // * Errors: a second Store on the same directory fails with StoreErrc::io ("in use").
 //   Keys are 1..1024 bytes without NUL (else invalid_argument). A row can never name a blob
 //   that was not written (put_object/put_part answer invalid_argument).
@@ -62,7 +65,8 @@ enum class StoreErrc {
   invalid_part_order,
   no_such_access_key,
   invalid_argument,
-  io,  // disk or database failure
+  no_space,  // the disk (or the quota) is full: nothing was written
+  io,        // other disk or database failure
 };
 
 struct StoreError {
@@ -98,12 +102,19 @@ struct SnapshotInfo {
 // x-amz-meta-* (names lowercased, no prefix)
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+// Blobs of at most this many bytes live in the metadata database, larger ones in files. Small
+// objects then cost one SQLite transaction instead of a file created, written, fsynced and
+// renamed. The bound keeps memory bounded too: a body is received in memory up to this size.
+inline constexpr std::int64_t k_max_db_blob = 16 * 1024;
+
 struct BlobRef {
   std::string hash;  // sha256 hex of the content
   std::int64_t size = 0;
   // As a part of a multipart object: the part's x-amz-checksum-* values, e.g. {"crc32",
   // "<base64>"}, kept after Complete (GetObjectAttributes and partNumber reads answer them).
   Metadata checksums{};
+  // The content of a blob kept in the database (see k_max_db_blob); null for a blob file.
+  std::shared_ptr<const std::string> bytes{};
 };
 
 struct ObjectInfo {
@@ -222,9 +233,13 @@ class Store {
 
   // ---- blobs: written before any row names them
   virtual Result<BlobRef> write_blob(std::string_view content) = 0;
+  // The file of a blob without `bytes`.
   virtual std::filesystem::path blob_path(const BlobRef& blob) const = 0;
-  // Every blob the store records (hash and size), by hash: what `tfork serve --verify` checks.
+  // Every blob the store records (hash and size, no bytes), by hash: what `tfork serve
+  // --verify` checks.
   virtual Result<std::vector<BlobRef>> list_blobs() = 0;
+  // The bytes of a blob kept in the database; nullopt when the blob is a file (or unknown).
+  virtual Result<std::optional<std::string>> db_blob_bytes(std::string_view hash) = 0;
 
   // ---- objects
   virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
@@ -306,7 +321,8 @@ class Store {
   virtual std::filesystem::path tmp_dir() const { return std::filesystem::temp_directory_path(); }
 
   // Moves a fully written file into the blob store under `sha256_hex`, which the caller
-  // computed while streaming (§6.6 steps 2-4); fsyncs per durability. The file is consumed.
+  // computed while streaming (§6.6 steps 2-4); fsyncs per durability. The file is consumed
+  // (a small one is read into the returned BlobRef's bytes and removed).
   virtual Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                                      std::string_view sha256_hex);
 

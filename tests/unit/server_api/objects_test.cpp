@@ -30,7 +30,7 @@ TEST_CASE("PutObject stores metadata; GetObject and HeadObject return it", "[ser
   const auto head = server.head("/bucket-a/dir/file.txt");
   CHECK(head.status == 200);
   CHECK(head.body.empty());
-  CHECK(head.file_body.empty());
+  CHECK(head.blob_body.empty());
   CHECK(head.body_length() == 10);
 
   const auto missing = server.get("/bucket-a/nope");

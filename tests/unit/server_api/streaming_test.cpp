@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bodies received piece by piece (body.hpp) and the fault injection decorator, without sockets.
+#include "tfork/crypto/hash.hpp"
 #include "tfork/server/body.hpp"
 #include "tfork/server/fault_injection.hpp"
 #include "tfork/server/payload.hpp"
+
+#include <fmt/format.h>
 
 #include "support.hpp"
 #include <fstream>
@@ -130,26 +133,69 @@ TEST_CASE("bodies over their limit are refused while they stream", "[server][bod
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a PutObject body streamed to a file is adopted as the object's blob", "[server][body]") {
+TEST_CASE("a PutObject body past the database bound is streamed to a file and adopted",
+          "[server][body]") {
   Server server;
   REQUIRE(server.put("/bucket-a").status == 200);
-  auto head = server.sign({.method = "PUT", .target = "/bucket-a/streamed", .body = "streamed!"});
-  const auto body_text = head.body;
+  // Arrives in pieces: the first ones fit in memory, the one that crosses the bound moves
+  // them to the spool file.
+  std::string content;
+  for (int i = 0; std::ssize(content) <= store::k_max_db_blob; ++i)
+    content += fmt::format("line {} of a body that ends up in a file\n", i);
+  auto head = server.sign({.method = "PUT", .target = "/bucket-a/streamed", .body = content});
   head.body.clear();
   auto admission = server.handler().admit(head);
   REQUIRE(admission.has_value());
   CHECK(admission->object_body);
   auto receiver = server.handler().receiver(head, *admission);
-  REQUIRE(receiver->feed(body_text).has_value());
+  for (std::size_t at = 0; at < content.size(); at += 1000)
+    REQUIRE(receiver->feed(std::string_view(content).substr(at, 1000)).has_value());
   auto body = receiver->finish();
   REQUIRE(body.has_value());
   REQUIRE(body->file.has_value());
+  CHECK(body->file->size == std::ssize(content));
+  CHECK(body->file->sha256_hex == crypto::sha256_hex(content));
   const auto response = server.handler().finish(head, *admission, std::move(*body));
   INFO(response.body);
   CHECK(response.status == 200);
-  CHECK(Server::body_of(server.get("/bucket-a/streamed")) == "streamed!");
+  CHECK(response.header("ETag") != nullptr);
+  CHECK(*response.header("ETag") == "\"" + crypto::to_hex(crypto::md5(content)) + "\"");
+  CHECK(Server::body_of(server.get("/bucket-a/streamed")) == content);
   receiver.reset();
   CHECK(std::filesystem::is_empty(server.store().tmp_dir()));
+}
+
+TEST_CASE("a small PutObject body stays in memory: no spool file is made", "[server][body]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  const std::string content(static_cast<std::size_t>(store::k_max_db_blob), 's');
+  auto head = server.sign({.method = "PUT", .target = "/bucket-a/small", .body = content});
+  head.body.clear();
+  auto admission = server.handler().admit(head);
+  REQUIRE(admission.has_value());
+  auto receiver = server.handler().receiver(head, *admission);
+  REQUIRE(receiver->feed(content).has_value());
+  CHECK(std::filesystem::is_empty(server.store().tmp_dir()));
+  auto body = receiver->finish();
+  REQUIRE(body.has_value());
+  CHECK_FALSE(body->file.has_value());
+  CHECK(body->data == content);
+  CHECK(server.handler().finish(head, *admission, std::move(*body)).status == 200);
+  const auto got = server.get("/bucket-a/small");
+  CHECK(got.blob_body.size() == 1);
+  CHECK(got.blob_body.front().bytes != nullptr);
+  CHECK(Server::body_of(got) == content);
+
+  // A wrong x-amz-content-sha256 is still refused for a body kept in memory.
+  auto lying = server.sign({.method = "PUT", .target = "/bucket-a/lying", .body = "truth"});
+  lying.body.clear();
+  auto lying_admission = server.handler().admit(lying);
+  REQUIRE(lying_admission.has_value());
+  auto lying_receiver = server.handler().receiver(lying, *lying_admission);
+  REQUIRE(lying_receiver->feed("a lie").has_value());
+  const auto refused = lying_receiver->finish();
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == "XAmzContentSHA256Mismatch");
 }
 
 TEST_CASE("a wrong signature is refused from the head, before any body", "[server][body]") {

@@ -9,9 +9,14 @@
 namespace tfork::server::test {
 
 std::string Server::body_of(const Response& response) {
-  if (response.file_body.empty()) return response.body;
+  if (response.blob_body.empty()) return response.body;
   std::string out;
-  for (const auto& segment : response.file_body) {
+  for (const auto& segment : response.blob_body) {
+    if (segment.bytes) {
+      out += segment.bytes->substr(static_cast<std::size_t>(segment.offset),
+                                   static_cast<std::size_t>(segment.length));
+      continue;
+    }
     std::ifstream in(segment.path, std::ios::binary);
     in.seekg(segment.offset);
     std::string chunk(static_cast<std::size_t>(segment.length), '\0');

@@ -5,6 +5,7 @@
 #include "tfork/crypto/hash.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "store_test_support.hpp"
 #include <atomic>
@@ -181,10 +182,10 @@ TEST_CASE("deleting a fork frees the blobs only it held", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path());
   REQUIRE(store->create_bucket("s", true));
-  const auto shared = put_text(*store, "s", "shared", "same-bytes");
+  const auto shared = put_text(*store, "s", "shared", file_sized("same-bytes"));
   REQUIRE(store->create_fork("f", "s", std::nullopt));
-  const auto own = put_text(*store, "f", "own", "only-in-fork");
-  const auto dup = put_text(*store, "f", "dup", "same-bytes");  // dedupes onto the source's
+  const auto own = put_text(*store, "f", "own", file_sized("only-in-fork"));
+  const auto dup = put_text(*store, "f", "dup", file_sized("same-bytes"));  // dedupes
   CHECK(dup.parts.front().hash == shared.parts.front().hash);
   const auto own_path = store->blob_path(own.parts.front());
   const auto shared_path = store->blob_path(shared.parts.front());
@@ -198,7 +199,7 @@ TEST_CASE("deleting a fork frees the blobs only it held", "[store]") {
   CHECK(fs::exists(shared_path));
   CHECK(count_rows(dir.path(),
                    "SELECT refcnt FROM blobs WHERE hash='" + shared.parts.front().hash + "'") == 1);
-  CHECK(get_text(*store, "s", "shared") == "same-bytes");
+  CHECK(get_text(*store, "s", "shared") == file_sized("same-bytes"));
   auto head = store->head_bucket("s");
   REQUIRE(head);
   CHECK(!head->has_children);
@@ -495,13 +496,19 @@ TEST_CASE("multipart: complete writes an ordered manifest, abort frees the parts
   // Abort: the parts' blobs go when nothing else holds them.
   auto aborted = store->create_upload("m", "gone", {});
   REQUIRE(aborted);
-  auto blob = store->write_blob("abandoned part");
+  auto blob = store->write_blob(file_sized("abandoned part"));
   REQUIRE(blob);
   REQUIRE(store->put_part(aborted->upload_id, 1, *blob, "etag"));
+  auto small = store->write_blob("abandoned last part");
+  REQUIRE(small);
+  REQUIRE(store->put_part(aborted->upload_id, 2, *small, "etag"));
   const auto path = store->blob_path(*blob);
   REQUIRE(fs::exists(path));
+  const auto small_bytes = "SELECT count(*) FROM blob_bytes WHERE hash='" + small->hash + "'";
+  CHECK(count_rows(dir.path(), small_bytes) == 1);
   REQUIRE(store->abort_upload(aborted->upload_id));
   CHECK(!fs::exists(path));
+  CHECK(count_rows(dir.path(), small_bytes) == 0);
   CHECK(store->abort_upload(aborted->upload_id).error().code == StoreErrc::no_such_upload);
   CHECK(store->list_parts(aborted->upload_id).error().code == StoreErrc::no_such_upload);
 
@@ -808,6 +815,65 @@ TEST_CASE("every acknowledged PUT survives kill -9 (durability normal)", "[store
   }
 }
 
+TEST_CASE("small blobs live in the database, written with the row that names them", "[store]") {
+  TempDir dir;
+  const std::string at_bound(static_cast<std::size_t>(k_max_db_blob), 'b');
+  const std::string past_bound = at_bound + "!";
+  const auto bytes_rows = [&](const std::string& hash) {
+    return count_rows(dir.path(), "SELECT count(*) FROM blob_bytes WHERE hash='" + hash + "'");
+  };
+  {
+    auto store = open_store(dir.path(), Durability::normal);
+    REQUIRE(store->create_bucket("b", false));
+
+    // Written but never put (a crash before the row): nothing is left anywhere.
+    auto unused = store->write_blob("never put");
+    REQUIRE(unused);
+    REQUIRE(unused->bytes);
+    CHECK(*unused->bytes == "never put");
+    CHECK(unused->hash == crypto::sha256_hex("never put"));
+    CHECK(!fs::exists(store->blob_path(*unused)));
+    CHECK(bytes_rows(unused->hash) == 0);
+
+    // At the bound in the database; one byte more is a file.
+    const auto small = put_text(*store, "b", "small", at_bound);
+    const auto large = put_text(*store, "b", "large", past_bound);
+    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    CHECK(!fs::exists(store->blob_path(small.parts.front())));
+    CHECK(bytes_rows(large.parts.front().hash) == 0);
+    CHECK(fs::exists(store->blob_path(large.parts.front())));
+
+    // A read carries the bytes of the version it resolved.
+    auto read = store->get_object("b", "small");
+    REQUIRE(read);
+    REQUIRE(read->parts.front().bytes);
+    CHECK(*read->parts.front().bytes == at_bound);
+    CHECK(store->db_blob_bytes(small.parts.front().hash).value() == at_bound);
+    CHECK(!store->db_blob_bytes(large.parts.front().hash).value());
+
+    // Shared content is stored once; the bytes go with the last reference.
+    const auto twin = put_text(*store, "b", "twin", at_bound);
+    CHECK(twin.parts.front().hash == small.parts.front().hash);
+    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    REQUIRE(store->delete_object("b", "small"));
+    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    put_text(*store, "b", "twin", "overwritten");  // a regular bucket keeps no old version
+    CHECK(bytes_rows(small.parts.front().hash) == 0);
+    CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE hash='" +
+                                     small.parts.front().hash + "'") == 0);
+  }
+  // Durable across a restart, and at an older version through a snapshot.
+  auto store = open_store(dir.path(), Durability::normal);
+  CHECK(get_text(*store, "b", "twin") == "overwritten");
+  REQUIRE(store->create_bucket("s", true));
+  put_text(*store, "s", "k", "first");
+  auto snap = store->take_snapshot("s", std::nullopt);
+  REQUIRE(snap);
+  put_text(*store, "s", "k", "second");
+  CHECK(get_text(*store, "s", "k", snap->version) == "first");
+  CHECK(get_text(*store, "s", "k") == "second");
+}
+
 TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
   TempDir dir;
   fs::path orphan;
@@ -815,8 +881,8 @@ TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
   {
     auto store = open_store(dir.path());
     REQUIRE(store->create_bucket("b", false));
-    kept = store->blob_path(put_text(*store, "b", "k", "referenced").parts.front());
-    auto blob = store->write_blob("never put");  // a crash between rename and commit
+    kept = store->blob_path(put_text(*store, "b", "k", file_sized("referenced")).parts.front());
+    auto blob = store->write_blob(file_sized("never put"));  // a crash between rename and commit
     REQUIRE(blob);
     orphan = store->blob_path(*blob);
     std::ofstream(store->tmp_dir() / "half-written") << "partial upload";
@@ -826,25 +892,40 @@ TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
   CHECK(!fs::exists(orphan));
   CHECK(fs::exists(kept));
   CHECK(fs::is_empty(dir.path() / "tmp"));
-  CHECK(get_text(*store, "b", "k") == "referenced");
+  CHECK(get_text(*store, "b", "k") == file_sized("referenced"));
 }
 
 TEST_CASE("adopt_blob moves a streamed file into place", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path(), Durability::full);
   const fs::path file = store->tmp_dir() / "upload-1";
-  std::ofstream(file) << "streamed body";
-  auto blob = store->adopt_blob(file, crypto::sha256_hex("streamed body"));
+  const auto body = file_sized("streamed body");
+  std::ofstream(file) << body;
+  auto blob = store->adopt_blob(file, crypto::sha256_hex(body));
   REQUIRE(blob);
-  CHECK(blob->size == 13);
+  CHECK(blob->size == std::ssize(body));
+  CHECK(!blob->bytes);
   CHECK(!fs::exists(file));
-  CHECK(read_file(store->blob_path(*blob)) == "streamed body");
+  CHECK(read_file(store->blob_path(*blob)) == body);
   CHECK(store->adopt_blob(file, "not-a-hash").error().code == StoreErrc::invalid_argument);
   REQUIRE(store->create_bucket("b", true));
   NewObject object;
   object.parts = {*blob};
   REQUIRE(store->put_object("b", "k", object));
-  CHECK(get_text(*store, "b", "k") == "streamed body");
+  CHECK(get_text(*store, "b", "k") == body);
+
+  // A small streamed file joins the database, checked against the hash it was given.
+  std::ofstream(file) << "small streamed body";
+  auto small = store->adopt_blob(file, crypto::sha256_hex("small streamed body"));
+  REQUIRE(small);
+  REQUIRE(small->bytes);
+  CHECK(*small->bytes == "small streamed body");
+  CHECK(!fs::exists(file));
+  CHECK(!fs::exists(store->blob_path(*small)));
+  std::ofstream(file) << "other bytes";
+  CHECK(store->adopt_blob(file, crypto::sha256_hex("small streamed body")).error().code ==
+        StoreErrc::invalid_argument);
+
   // A row can never name a blob that was not written.
   object.parts = {BlobRef{std::string(64, 'a'), 1}};
   CHECK(store->put_object("b", "k", object).error().code == StoreErrc::invalid_argument);
@@ -907,6 +988,72 @@ TEST_CASE("concurrent puts from 8 threads are all readable", "[store]") {
     CHECK(get_text(*store, "c", object.key) == object.key);
   }
   CHECK(seqs.size() == kThreads * kPerThread);  // unique
+}
+
+TEST_CASE("writes committed together: one that fails undoes only its own changes", "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path(), Durability::normal);
+  REQUIRE(store->create_bucket("g", false));
+  REQUIRE(store->create_bucket("taken", false));
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 150;
+  std::atomic<int> unexpected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const auto key = fmt::format("t{}-{}", t, i);
+        const auto content = (i % 3 == 0) ? file_sized(key) : key;  // files and database blobs
+        auto blob = store->write_blob(content);
+        if (!blob) {
+          ++unexpected;
+          continue;
+        }
+        NewObject object;
+        object.etag = key;
+        object.parts = {*blob};
+        switch (i % 4) {
+          case 0:  // fails inside its body, after the bucket lookup
+            if (store->put_object("no-such-bucket", key, object)) ++unexpected;
+            break;
+          case 1:  // fails: the name is taken
+            if (store->create_bucket("taken", false)) ++unexpected;
+            if (!store->put_object("g", key, object)) ++unexpected;
+            break;
+          default:
+            if (!store->put_object("g", key, object)) ++unexpected;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  CHECK(unexpected == 0);
+
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      const auto key = fmt::format("t{}-{}", t, i);
+      const auto want = (i % 3 == 0) ? file_sized(key) : key;
+      if (i % 4 == 0) {
+        CHECK(get_text(*store, "g", key) == no_such_key());
+      } else {
+        CHECK(get_text(*store, "g", key) == want);
+      }
+    }
+  }
+  // No reference leaked from an undone write: each blob is counted by exactly the rows that
+  // name it, and each small blob's bytes exist once.
+  CHECK(count_rows(dir.path(),
+                   "SELECT count(*) FROM blobs b WHERE refcnt != "
+                   "(SELECT count(*) FROM versions v WHERE v.blob = b.hash) + "
+                   "(SELECT count(*) FROM version_parts p WHERE p.blob = b.hash)") == 0);
+  CHECK(count_rows(dir.path(),
+                   "SELECT count(*) FROM blob_bytes WHERE hash NOT IN "
+                   "(SELECT hash FROM blobs)") == 0);
+  CHECK(count_rows(dir.path(),
+                   "SELECT count(*) FROM blobs WHERE size <= " + std::to_string(k_max_db_blob) +
+                       " AND hash NOT IN (SELECT hash FROM blob_bytes)") == 0);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets WHERE name='taken'") == 1);
 }
 
 }  // namespace

@@ -56,6 +56,14 @@ inline ObjectInfo put_text(Store& store, std::string_view bucket, std::string_vi
   return *info;
 }
 
+// Content too large to be kept in the database: a blob file.
+inline std::string file_sized(std::string_view tag) {
+  std::string out;
+  while (std::ssize(out) <= k_max_db_blob)
+    out += tag;
+  return out;
+}
+
 inline std::string read_file(const std::filesystem::path& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -69,7 +77,7 @@ inline std::string read_file(const std::filesystem::path& path) {
 inline std::string content_of(const Store& store, const ObjectInfo& info) {
   std::string out;
   for (const auto& part : info.parts)
-    out += read_file(store.blob_path(part));
+    out += part.bytes ? *part.bytes : read_file(store.blob_path(part));
   return out;
 }
 
