@@ -52,8 +52,13 @@ S3Error make_error(Err id, std::string message) {
 S3Error store_error(const store::StoreError& error, std::string bucket, std::string key) {
   S3Error out;
   out.id = from_store(error.code);
-  // Internal failures keep their detail in the log, not in the response.
-  if (out.id != Err::internal_error) out.message = error.message;
+  // Server-side failures keep their detail (paths, SQLite's words) in the log, not in the
+  // response.
+  if (out.status() >= 500) {
+    out.detail = error.message;
+  } else {
+    out.message = error.message;
+  }
   out.bucket = std::move(bucket);
   out.key = std::move(key);
   return out;

@@ -232,9 +232,9 @@ void stamp(Response& response, std::string_view request_id) {
 }
 
 void log_error(const Request& request, const S3Error& error) {
-  if (error.status() == 500) {
+  if (error.status() >= 500 && error.id != Err::slow_down) {
     spdlog::error("{} {} -> {} {}: {}", request.method, loggable_target(request.target),
-                  error.status(), error.code(), error.text());
+                  error.status(), error.code(), error.detail.empty() ? error.text() : error.detail);
   } else {
     spdlog::debug("{} {} -> {} {}", request.method, loggable_target(request.target), error.status(),
                   error.code());

@@ -69,8 +69,10 @@ def tfork_binary() -> str:
 class TforkServer:
     """A `tfork serve` child process on 127.0.0.1 with a private data directory."""
 
-    def __init__(self, extra_args: list[str] | None = None, start_timeout: float = 20.0):
+    def __init__(self, extra_args: list[str] | None = None, start_timeout: float = 20.0,
+                 data_dir: str | None = None):
         self.binary = tfork_binary()
+        self.data_dir = data_dir  # default: <work>/data
         self.extra_args = list(extra_args or [])
         self.start_timeout = start_timeout
         self.work = tempfile.mkdtemp(prefix="tfork-e2e-py.")
@@ -82,8 +84,8 @@ class TforkServer:
 
     # --- lifecycle --------------------------------------------------------------------
     def start(self) -> "TforkServer":
-        data = os.path.join(self.work, "data")
-        os.makedirs(data)
+        data = self.data_dir or os.path.join(self.work, "data")
+        os.makedirs(data, exist_ok=self.data_dir is not None)
         self.stderr_path = os.path.join(self.work, "serve.err")
         child_env = {k: v for k, v in os.environ.items()
                      if not k.startswith(("AWS_", "TIGRIS_", "TFORK_ROOT_"))}

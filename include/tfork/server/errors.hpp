@@ -215,6 +215,7 @@ struct S3Error {
   std::string bucket;           // <BucketName>, when relevant
   std::string key;              // <Key>, when relevant
   std::vector<Header> headers;  // extra response headers (e.g. Content-Range on 416)
+  std::string detail;           // the cause of a server-side failure: logged, never sent
 
   int status() const { return spec(id).status; }
   std::string_view code() const { return spec(id).code; }

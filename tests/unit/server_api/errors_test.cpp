@@ -30,7 +30,7 @@ TEST_CASE("every store error maps to a table entry", "[server][errors]") {
         StoreErrc::bucket_has_forks, StoreErrc::not_snapshot_enabled, StoreErrc::no_such_snapshot,
         StoreErrc::no_such_key, StoreErrc::no_such_upload, StoreErrc::invalid_part,
         StoreErrc::invalid_part_order, StoreErrc::no_such_access_key, StoreErrc::invalid_argument,
-        StoreErrc::io}) {
+        StoreErrc::no_space, StoreErrc::io}) {
     const auto& entry = spec(from_store(code));
     CHECK(entry.status >= 400);
   }
@@ -38,8 +38,15 @@ TEST_CASE("every store error maps to a table entry", "[server][errors]") {
   CHECK(spec(from_store(StoreErrc::no_such_snapshot)).code == "NoSuchSnapshot");
   CHECK(spec(from_store(StoreErrc::io)).status == 500);
   // Internal failures keep their detail out of the response.
-  CHECK(store_error({StoreErrc::io, "disk on fire at /secret/path"}).text() ==
-        spec(Err::internal_error).message);
+  const auto internal = store_error({StoreErrc::io, "disk on fire at /secret/path"});
+  CHECK(internal.text() == spec(Err::internal_error).message);
+  CHECK(internal.detail == "disk on fire at /secret/path");  // for the log
+  // A full disk: 507, S3-style, the cause kept for the log only.
+  const auto full = store_error({StoreErrc::no_space, "writing: database or disk is full"});
+  CHECK(full.status() == 507);
+  CHECK(full.code() == "InsufficientStorage");
+  CHECK(full.text() == spec(Err::insufficient_storage).message);
+  CHECK(full.detail == "writing: database or disk is full");
 }
 
 TEST_CASE("error XML has Code, Message, Resource, RequestId", "[server][errors]") {

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A full disk under `tfork serve` (issue 9 §4): a write that cannot be stored is answered
+507 InsufficientStorage, with the cause in the server's log; nothing half-written is left
+(no object, no temporary file); what was stored before stays readable; and once space is
+back, service is whole again without a restart. Small objects (kept in SQLite) and large ones
+(blob files) alike. The data directory is a small tmpfs mounted for the test, so it needs
+root and mount(2); without them the test says so and is skipped."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tfork_server import TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+
+try:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+except ImportError:  # pragma: no cover
+    skip("boto3 is not installed")
+
+KiB = 1024
+
+
+def fill(directory):
+    """Writes a filler file until the filesystem refuses another byte; returns its path."""
+    path = os.path.join(directory, "filler")
+    chunk = b"\0" * (64 * KiB)
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            try:
+                f.write(chunk)
+            except OSError:
+                break
+        while True:  # the last partial chunk
+            try:
+                f.write(b"\0" * 512)
+            except OSError:
+                break
+    return path
+
+
+def status_of(call):
+    """The HTTP status and S3 code of a refused call, or (200, '') when it succeeded."""
+    try:
+        call()
+        return 200, ""
+    except ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+
+
+def main():
+    mnt = tempfile.mkdtemp(prefix="tfork-e2e-full.")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", mnt],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        os.rmdir(mnt)
+        skip(f"cannot mount a small tmpfs (needs root): {mounted.stderr.strip()}")
+    srv = None
+    try:
+        srv = TforkServer(data_dir=os.path.join(mnt, "data")).start()
+        s3 = boto3.client("s3", endpoint_url=srv.endpoint, region_name="auto",
+                          aws_access_key_id=srv.access_key,
+                          aws_secret_access_key=srv.secret_key,
+                          config=Config(s3={"addressing_style": "path"},
+                                        retries={"max_attempts": 1, "mode": "standard"}))
+        s3.create_bucket(Bucket="full")
+        big_before = os.urandom(96 * KiB)
+        s3.put_object(Bucket="full", Key="small-before", Body=b"stored before the disk filled")
+        s3.put_object(Bucket="full", Key="big-before", Body=big_before)
+
+        step("the disk fills up")
+        filler = fill(mnt)
+        check(os.statvfs(mnt).f_bavail == 0, "the tmpfs still has free blocks")
+
+        step("small PUTs: each is stored or refused 507, until they are refused")
+        stored, refused = [], []
+        for i in range(4000):
+            key = f"small/{i:05d}"
+            body = f"small object {i} ".encode() * 100
+            status, code = status_of(lambda: s3.put_object(Bucket="full", Key=key, Body=body))
+            if status == 200:
+                stored.append((key, body))
+                continue
+            check_eq(f"status of the refused PUT {key}", (507, "InsufficientStorage"),
+                     (status, code))
+            refused.append(key)
+            if len(refused) >= 3:
+                break
+        check(len(refused) >= 3, f"no small PUT was refused; {len(stored)} stored on a full disk")
+
+        step("a large PUT and a multipart part are refused 507 as well")
+        status = status_of(lambda: s3.put_object(Bucket="full", Key="big-refused",
+                                                 Body=os.urandom(256 * KiB)))
+        check_eq("large PUT on a full disk", (507, "InsufficientStorage"), status)
+
+        step("the server is alive; what was stored reads back; nothing half-written is left")
+        check(srv.alive(), "the server died on a full disk" + srv.log_tail())
+        check_eq("small object stored before", b"stored before the disk filled",
+                 s3.get_object(Bucket="full", Key="small-before")["Body"].read())
+        check(s3.get_object(Bucket="full", Key="big-before")["Body"].read() == big_before,
+              "the large object stored before changed")
+        for key, body in stored:
+            check(s3.get_object(Bucket="full", Key=key)["Body"].read() == body,
+                  f"{key} was acknowledged but reads back otherwise")
+        for key in refused + ["big-refused"]:
+            status = status_of(lambda: s3.head_object(Bucket="full", Key=key))
+            check_eq(f"HEAD of the refused {key}", 404, status[0])
+        listed = set()
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket="full"):
+            listed.update(o["Key"] for o in page.get("Contents", []))
+        check_eq("listing after the refusals",
+                 {"small-before", "big-before"} | {key for key, _ in stored}, listed)
+        tmp = os.path.join(mnt, "data", "tmp")
+        check_eq("temporary files left in the data directory", [], os.listdir(tmp))
+        with open(srv.stderr_path, encoding="utf-8", errors="replace") as f:
+            log = f.read()
+        check("507 InsufficientStorage" in log, "no refusal in the server log" + srv.log_tail())
+        check("full" in log or "No space left" in log,
+              "the server log does not say the disk is full" + srv.log_tail())
+
+        step("space is back: small and large PUTs are stored again, without a restart")
+        os.remove(filler)
+        s3.put_object(Bucket="full", Key="small-after", Body=b"stored after")
+        big_after = os.urandom(256 * KiB)
+        s3.put_object(Bucket="full", Key="big-after", Body=big_after)
+        check_eq("small object after", b"stored after",
+                 s3.get_object(Bucket="full", Key="small-after")["Body"].read())
+        check(s3.get_object(Bucket="full", Key="big-after")["Body"].read() == big_after,
+              "the large object stored after reads back otherwise")
+        srv.stop()
+
+        step("the data directory verifies clean")
+        verified = subprocess.run([srv.binary, "serve", "--data", os.path.join(mnt, "data"),
+                                   "--verify"], stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=120)
+        check_eq("exit status of --verify", 0, verified.returncode)
+    finally:
+        if srv is not None:
+            srv._cleanup()
+        subprocess.run(["umount", mnt], check=False)
+        os.rmdir(mnt)
+
+
+if __name__ == "__main__":
+    run_test(main)
