@@ -107,7 +107,8 @@ tfork_cli() {
 # unreachable and nothing is installed.
 ensure_node() {
   require_cmd node npm
-  local lock="${TMPDIR:-/tmp}/tfork-e2e-npm-ci.$(id -u).lock"
+  # TFORK_LOCK_DIR: tests/sanitizer/run.sh gives each test a TMPDIR of its own.
+  local lock="${TFORK_LOCK_DIR:-${TMPDIR:-/tmp}}/tfork-e2e-npm-ci.$(id -u).lock"
   local marker="$NODE_DIR/node_modules/.package-lock.json"
   (
     flock -w 600 9 || fail "timed out waiting for another test's npm ci"

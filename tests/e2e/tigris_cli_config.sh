@@ -37,6 +37,11 @@ bare() {
     shift
   done
   shift
+  # The sanitizer build's settings (tests/sanitizer/run.sh) are not the developer's: keep them.
+  local san
+  for san in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do
+    [[ -z "${!san:-}" ]] || vars+=("$san=${!san}")
+  done
   env -i PATH="$PATH" HOME="$HOME_DIR" "${vars[@]}" timeout 60 "$TFORK" --no-progress "$@"
 }
 
