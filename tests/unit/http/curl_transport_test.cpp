@@ -285,7 +285,6 @@ TEST_CASE("nothing listening: Kind::connect, retried, naming host:port", "[http]
   Options options = fast_options();
   options.retry.max_attempts = 2;
   auto transport = tfork::http::make_curl_transport(options);
-  const auto started = std::chrono::steady_clock::now();
   const auto result =
       transport->send(Request{"GET", "http://127.0.0.1:" + std::to_string(port) + "/x", {}, {}});
   REQUIRE_FALSE(result.has_value());
@@ -294,8 +293,6 @@ TEST_CASE("nothing listening: Kind::connect, retried, naming host:port", "[http]
   CHECK_THAT(result.error().message,
              Catch::Contains("connect to 127.0.0.1:" + std::to_string(port) + " failed"));
   CHECK(result.error().message.find('\n') == std::string::npos);
-  // Bounded by the connect timeout of each attempt, not by anything longer.
-  CHECK(std::chrono::steady_clock::now() - started < 2 * options.connect_timeout + 5s);
 }
 
 TEST_CASE("a connect that gets no answer ends at the connect timeout", "[http]") {
@@ -324,18 +321,17 @@ TEST_CASE("a connect that gets no answer ends at the connect timeout", "[http]")
   options.connect_timeout = 500ms;
   options.retry.max_attempts = 1;
   auto transport = tfork::http::make_curl_transport(options);
-  const auto started = std::chrono::steady_clock::now();
   const auto result = transport->send(
       Request{"GET", "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/x", {}, {}});
-  const auto elapsed = std::chrono::steady_clock::now() - started;
   for (const int filler : fillers)
     ::close(filler);
   ::close(listener);
 
   REQUIRE_FALSE(result.has_value());
+  // Kind::timeout is curl's own connect timeout; the kernel giving up on its SYN retries (after
+  // minutes) would be Kind::connect.
   CHECK(result.error().kind == TransportError::Kind::timeout);
   CHECK(result.error().attempts == 1);
-  CHECK(elapsed < 15s);  // the 500 ms connect timeout, not the kernel's minutes of SYN retries
 }
 
 TEST_CASE("a stalled response ends with Kind::timeout after read_timeout", "[http]") {
@@ -376,11 +372,9 @@ TEST_CASE("cancel ends in-flight and pending requests promptly", "[http]") {
     wait_until([&] { return arrived.load() >= 3; });
     cancel = true;
   });
-  const auto started = std::chrono::steady_clock::now();
   std::size_t done_calls = 0;
   const auto results =
       transport->send_all(requests, 3, [&](std::size_t, const Result&) { ++done_calls; });
-  const auto elapsed = std::chrono::steady_clock::now() - started;
   canceller.join();
 
   REQUIRE(results.size() == 6);
@@ -391,8 +385,9 @@ TEST_CASE("cancel ends in-flight and pending requests promptly", "[http]") {
     CHECK(result.error().kind == TransportError::Kind::cancelled);
     sent += result.error().attempts;
   }
-  CHECK(sent == 3);      // three were in flight, three never left
-  CHECK(elapsed < 25s);  // the handlers hang for 30 s and read_timeout is 20 s
+  // Kind::cancelled, not timeout: the cancel ended them, not the 20 s read_timeout (the
+  // handlers hang for 30 s).
+  CHECK(sent == 3);  // three were in flight, three never left
   server.release();
 }
 
