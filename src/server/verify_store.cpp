@@ -101,7 +101,10 @@ std::optional<Error> verify_store(const ServeOptions& options,
   std::size_t corrupt = 0;
   std::int64_t bytes = 0;
   for (const auto& blob : *blobs) {
-    auto in_db = store.db_blob_bytes(blob.hash);
+    // Only a blob small enough can be kept in the database: larger ones cost no query.
+    auto in_db = blob.size <= store::k_max_db_blob
+                     ? store.db_blob_bytes(blob.hash)
+                     : store::Result<std::optional<std::string>>(std::nullopt);
     if (!in_db) {
       return verify_error("StoreUnusable", "cannot read blob " + blob.hash + " in " + dir.string() +
                                                ": " + in_db.error().message);
