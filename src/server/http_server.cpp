@@ -5,7 +5,11 @@
 //   1. once the head has arrived (no body read yet, no 100-continue sent): fault injection,
 //      then Handler::admit authenticates from the head; an error is answered right there;
 //   2. for each piece of body: fed to the Handler's BodyReceiver (a file or a small buffer);
-//   3. once the body is complete: Handler::finish, and the response is queued.
+//   3. once the body is complete: Handler::finish, and the response is queued. A request that
+//      may change the store (any method but GET and HEAD) runs on a writer thread instead,
+//      with its connection suspended meanwhile: it may wait for the store's group commit, and
+//      an event thread that waited would stall every other connection it serves. Event
+//      threads stay few (one per core) and never sleep in the store; reads run inline on them.
 // The raw request target comes from the URI log callback (before any unescaping), and header
 // values are taken as received: nothing is decoded before the signature is checked.
 //
@@ -27,7 +31,9 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
+#include <functional>
 #include <microhttpd.h>
 #include <mutex>
 #include <netdb.h>
@@ -47,7 +53,7 @@ namespace {
 // client sees the error; beyond it the connection is closed.
 constexpr std::uint64_t k_max_discard = std::uint64_t{16} << 20;
 
-enum class Phase { head, delayed, body, done };
+enum class Phase { head, delayed, body, working, done };
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -82,8 +88,14 @@ struct Exchange {
   std::unique_ptr<BodyReceiver> receiver;
   std::optional<S3Error> body_error;  // found while the body streamed; answered at its end
   std::uint64_t discarded = 0;
-  std::optional<Response> ready;  // an injected failure, answered after the delay
+  // An injected failure, answered after the delay; or the response a writer thread made.
+  std::optional<Response> ready;
 };
+
+// Whether a request runs on a writer thread (see the top of this file).
+bool may_write(const Request& head) {
+  return head.method != "GET" && head.method != "HEAD";
+}
 
 // Requests of this event thread whose request line has arrived but whose head is not yet
 // complete. libmicrohttpd refuses a malformed Content-Length itself, before the access
@@ -274,7 +286,56 @@ struct HttpServer::Impl {
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
 
+  // Writer threads: requests that may change the store, each with its connection suspended
+  // until its response is ready. Jobs already queued are finished before the threads end.
+  std::mutex work_mutex;
+  std::condition_variable work_wake;
+  std::deque<std::function<void()>> work;
+  bool work_stop = false;
+  std::vector<std::thread> writers;
+
   Impl(Handler& h, FaultInjector& f, HttpLimits l) : handler(h), faults(f), limits(l) {}
+
+  void run_writer() {
+    std::unique_lock lock(work_mutex);
+    while (true) {
+      work_wake.wait(lock, [this] { return work_stop || !work.empty(); });
+      if (work.empty()) return;  // stopping, and nothing left
+      auto job = std::move(work.front());
+      work.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  void stop_writers() {
+    {
+      std::lock_guard lock(work_mutex);
+      work_stop = true;
+    }
+    work_wake.notify_all();
+    for (auto& writer : writers)
+      writer.join();
+    writers.clear();
+  }
+
+  // Hands Handler::finish to a writer thread, the connection suspended meanwhile; the
+  // response is queued when libmicrohttpd calls on_request again after the resume
+  // (Phase::working). False once the writers are stopping: the caller runs it inline.
+  bool finish_on_writer(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
+    std::unique_lock lock(work_mutex);
+    if (work_stop) return false;
+    exchange.phase = Phase::working;
+    MHD_suspend_connection(connection);
+    work.push_back([this, connection, &exchange, body = std::move(body)]() mutable {
+      exchange.ready = handler.finish(exchange.head, *exchange.admission, std::move(body));
+      MHD_resume_connection(connection);
+    });
+    lock.unlock();
+    work_wake.notify_one();
+    return true;
+  }
 
   void run_timers() {
     std::unique_lock lock(timer_mutex);
@@ -515,6 +576,9 @@ struct HttpServer::Impl {
         exchange.phase = Phase::done;
         if (!exchange.body_error) {
           auto body = exchange.receiver->finish();
+          if (body && may_write(exchange.head) && finish_on_writer(connection, exchange, *body)) {
+            return MHD_YES;
+          }
           if (body) {
             return queue(connection,
                          handler.finish(exchange.head, *exchange.admission, std::move(*body)),
@@ -526,6 +590,9 @@ struct HttpServer::Impl {
         response.set_header("Connection", "close");
         return queue(connection, std::move(response), head_request);
       }
+      case Phase::working:
+        exchange.phase = Phase::done;
+        return queue(connection, std::move(*exchange.ready), head_request);
       case Phase::done:
         *upload_data_size = 0;
         return MHD_YES;
@@ -679,6 +746,9 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
     return std::unexpected("libmicrohttpd could not start");
   }
   impl.timer_thread = std::thread([&impl] { impl.run_timers(); });
+  impl.work_stop = false;
+  for (unsigned i = 0; i < impl.limits.writer_threads; ++i)
+    impl.writers.emplace_back([&impl] { impl.run_writer(); });
   return port_of(impl.listen_fd);
 }
 
@@ -698,6 +768,8 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
     if (!info || info->num_connections == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Before the daemon goes: a writer thread still holds its connection's request.
+  impl.stop_writers();
   MHD_stop_daemon(impl.daemon);
   impl.daemon = nullptr;
   if (impl.listen_fd >= 0) ::close(impl.listen_fd);

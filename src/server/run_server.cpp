@@ -12,6 +12,7 @@
 #include <csignal>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <thread>
 
 namespace tfork::server {
 namespace {
@@ -111,7 +112,11 @@ std::optional<Error> run_server(
 
   SignalWait signals;  // before any thread starts
   HttpLimits limits;
-  limits.event_threads = static_cast<unsigned>(std::clamp(options.threads, 2, 64));
+  // One event thread per core: reads run on them, and more threads than cores only add
+  // waits for a time slice to the latency of the requests each one holds.
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  limits.event_threads = static_cast<unsigned>(std::clamp(threads, 2, 16));
   limits.connection_limit = static_cast<unsigned>(std::max(options.max_connections, 1));
   limits.head_timeout_seconds = static_cast<unsigned>(std::max(options.head_timeout_seconds, 1));
   HttpServer http(handler, faults, limits);

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 require_cmd curl
 # Told by states, not durations: with a delay far longer than the test, the server must have
 # read all 64 request heads (every server-side socket's receive queue empty) while all 64 are
-# still unanswered. Delays that held an event thread each (there are 8) would leave most
+# still unanswered. Delays that held an event thread each (one per core) would leave most
 # heads unread in their sockets.
 latency_ms=600000
 start_server --latency "$latency_ms"

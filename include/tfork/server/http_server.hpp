@@ -28,7 +28,10 @@ struct HttpLimits {
   // of the previous response on it), however steadily it trickles in; else 400
   // RequestTimeout (once its request line has arrived) and the connection is closed.
   unsigned head_timeout_seconds = 30;
-  unsigned event_threads = 4;  // epoll loops; requests run inline on them
+  unsigned event_threads = 2;  // epoll loops; reads run inline on them
+  // Threads that run requests which may change the store (they mostly wait for its group
+  // commit, so as many can wait as there are writes to batch).
+  unsigned writer_threads = 32;
 };
 
 class HttpServer {

@@ -25,7 +25,7 @@ struct ServeOptions {
   std::string environment_root_secret_key;
   int latency_ms = 0;             // delay every response, each request on its own
   double fail_rate = 0.0;         // answer this share of requests with 503 SlowDown
-  int threads = 8;                // event threads of the HTTP server (delays do not hold one)
+  int threads = 0;                // event threads of the HTTP server; 0: one per core
   int max_connections = 4096;     // open at once; more are answered 503 SlowDown
   int head_timeout_seconds = 30;  // a request head must arrive within this
   store::Durability durability = store::Durability::normal;
