@@ -3,6 +3,8 @@
 
 #include "tfork/crypto/hash.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -200,6 +202,13 @@ SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
 
 SqliteStore::~SqliteStore() {
   {
+    std::lock_guard lock(checkpoint_mu_);
+    checkpoint_stop_ = true;
+  }
+  checkpoint_wake_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  checkpoint_db_.reset();
+  {
     std::lock_guard lock(reclaim_mu_);
     reclaim_stop_ = true;
   }
@@ -214,17 +223,18 @@ void SqliteStore::initialise() {
   writer_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
   // §6.8 and the brief: NORMAL in WAL survives kill -9 (the WAL is written before COMMIT
   // returns; only power loss can drop the last commits); FULL also survives power loss.
-  switch (options_.durability) {
-    case Durability::full:
-      writer_->exec("PRAGMA synchronous=FULL");
-      break;
-    case Durability::normal:
-      writer_->exec("PRAGMA synchronous=NORMAL");
-      break;
-    case Durability::off:
-      writer_->exec("PRAGMA synchronous=OFF");
-      break;
-  }
+  // Per connection: the checkpointer's decides how a checkpoint syncs.
+  const auto synchronous = [this](sqlite::Db& db) {
+    switch (options_.durability) {
+      case Durability::full:
+        return db.exec("PRAGMA synchronous=FULL");
+      case Durability::normal:
+        return db.exec("PRAGMA synchronous=NORMAL");
+      case Durability::off:
+        return db.exec("PRAGMA synchronous=OFF");
+    }
+  };
+  synchronous(*writer_);
   // After synchronous, so switching a new file to WAL is already governed by it.
   writer_->exec("PRAGMA journal_mode=WAL");
   writer_->exec("PRAGMA foreign_keys=ON");
@@ -255,6 +265,77 @@ void SqliteStore::initialise() {
     return q->bind(1, hash).step();
   });
   reclaimer_ = std::thread([this] { run_reclaimer(); });
+
+  checkpoint_db_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
+  synchronous(*checkpoint_db_);
+  sqlite3_wal_hook(writer_->handle(), &SqliteStore::on_wal_commit, this);  // replaces SQLite's
+  checkpointer_ = std::thread([this] { run_checkpointer(); });
+}
+
+int SqliteStore::on_wal_commit(void* self, sqlite3*, const char*, int frames) {
+  // Due once checkpoint_frames more frames than the last pass saw are in the WAL (counting
+  // from the start again once a write has started the WAL over).
+  auto& store = *static_cast<SqliteStore*>(self);
+  int seen = store.checkpointed_frames_.load(std::memory_order_relaxed);
+  if (frames < seen) seen = 0;
+  if (frames >= seen + std::max(store.options_.checkpoint_frames, 1)) {
+    {
+      std::lock_guard lock(store.checkpoint_mu_);
+      store.checkpoint_due_ = true;
+    }
+    store.checkpoint_wake_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void SqliteStore::checkpoint(int& wal_frames, int& copied) {
+  const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->handle(), nullptr,
+                                           SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+    spdlog::warn("store: WAL checkpoint failed: {}", sqlite3_errstr(rc));
+  }
+}
+
+void SqliteStore::run_checkpointer() {
+  int held_pass_frames = 0;  // the WAL's frames after the last pass with writers held
+  std::unique_lock lock(checkpoint_mu_);
+  while (true) {
+    checkpoint_wake_.wait(lock, [this] { return checkpoint_stop_ || checkpoint_due_; });
+    if (checkpoint_stop_) return;
+    checkpoint_due_ = false;
+    lock.unlock();
+    // PASSIVE: copies what no reader still needs, beside writers and readers. A write starts
+    // the WAL over only if all of it was copied before the write began, which a steady stream
+    // of writes never leaves time for: once the WAL holds 16 times checkpoint_frames, a last
+    // pass runs with writers held, and the WAL stays bounded.
+    int wal_frames = 0;
+    int copied = 0;
+    checkpoint(wal_frames, copied);
+    // (A WAL whose every frame the last held pass copied is started over by the next write:
+    // nothing to hold writers for.)
+    if (wal_frames >= std::max(options_.checkpoint_frames, 1) * 16 &&
+        wal_frames != held_pass_frames) {
+      // Beside the writers until a pass finds little new to copy. SQLite syncs the database
+      // file only after a pass that copied the whole WAL, which passes beside writers seldom
+      // do: the pages each pass copied are synced here, still beside the writers, so that
+      // writers wait only for the last pass's own few frames and pages.
+      for (int pass = 0; pass < 8; ++pass) {
+        const int before = copied;
+        checkpoint(wal_frames, copied);
+        try {
+          if (options_.durability != Durability::off) fsync_file(dir_ / "meta.db");
+        } catch (const std::exception& e) {
+          spdlog::warn("store: syncing before a checkpoint: {}", e.what());
+        }
+        if (wal_frames - before < 64) break;
+      }
+      std::lock_guard writing(write_mu_);
+      checkpoint(wal_frames, copied);
+      held_pass_frames = wal_frames;
+    }
+    checkpointed_frames_.store(wal_frames, std::memory_order_relaxed);
+    lock.lock();
+  }
 }
 
 std::unique_ptr<sqlite::Db> SqliteStore::acquire_reader() {
@@ -293,21 +374,29 @@ StoreError failure_of(const std::exception& e, std::string_view doing) {
 void SqliteStore::run_queued(QueuedWrite& item) {
   std::unique_lock lock(queue_mu_);
   queue_.push_back(&item);
-  while (true) {
-    queue_wake_.wait(lock, [&] { return item.done || !leading_; });
+  if (leading_) {
+    item.wake.wait(lock, [&] { return item.done || item.lead; });
     if (item.done) return;
-    // Lead: take what waits, in arrival order (this item may be behind a full batch).
-    leading_ = true;
+  }
+  // Lead: take what waits, in arrival order (this item is first, so in this batch); then
+  // hand the lead to the first still waiting, if any.
+  leading_ = true;
+  {
     const auto take = std::min(queue_.size(), kMaxWriteBatch);
     const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
     queue_.erase(queue_.begin(), queue_.begin() + take);
     lock.unlock();
     run_batch(batch);
     lock.lock();
-    for (auto* queued : batch)
+    for (auto* queued : batch) {
       queued->done = true;
-    leading_ = false;
-    queue_wake_.notify_all();
+      if (queued != &item) queued->wake.notify_one();
+    }
+  }
+  leading_ = !queue_.empty();
+  if (leading_) {
+    queue_.front()->lead = true;
+    queue_.front()->wake.notify_one();
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "blob_files.hpp"
 #include "sqlite.hpp"
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -98,7 +99,12 @@ StoreError failure_of(const std::exception& e, std::string_view doing);
 struct QueuedWrite {
   std::function<bool(WriteCtx&)> run;  // runs the body; true when its changes are to be kept
   std::optional<StoreError> failure;   // the body threw, or the batch's COMMIT failed
-  bool done = false;                   // guarded by the queue's mutex
+  // Guarded by the queue's mutex. Each waiter is woken alone: when its batch is done, or
+  // when it is to lead the next one (a wake-up of every waiter after each batch would have
+  // dozens of threads contend for the cores the batch's own leader needs).
+  bool done = false;
+  bool lead = false;
+  std::condition_variable wake;
 };
 
 class SqliteStore final : public Store {
@@ -255,7 +261,6 @@ class SqliteStore final : public Store {
   Seq last_seq_ = 0;  // guarded by write_mu_
 
   std::mutex queue_mu_;
-  std::condition_variable queue_wake_;
   std::deque<QueuedWrite*> queue_;  // guarded by queue_mu_
   bool leading_ = false;            // a batch is running; guarded by queue_mu_
 
@@ -272,18 +277,32 @@ class SqliteStore final : public Store {
   bool reclaiming_ = false;            // a batch is running
   bool reclaim_stop_ = false;
   std::thread reclaimer_;
+
+  // WAL checkpoints run on a connection and a thread of their own, never inside a writer's
+  // COMMIT (SQLite's automatic checkpoint would copy pages and fsync while holding the write
+  // lock, and every write queued behind it would wait). The writer's commit hook wakes the
+  // checkpointer once the WAL holds kCheckpointFrames frames.
+  void run_checkpointer();
+  void checkpoint(int& wal_frames, int& copied);  // one PASSIVE pass (SQLite's counts)
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);
+  std::unique_ptr<sqlite::Db> checkpoint_db_;
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_wake_;
+  bool checkpoint_due_ = false;
+  std::atomic<int> checkpointed_frames_{0};  // the WAL's frames at the last pass
+  bool checkpoint_stop_ = false;
+  std::thread checkpointer_;
 };
 
 template <class F>
 auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
   using R = decltype(body(std::declval<WriteCtx&>()));
   std::optional<R> result;
-  QueuedWrite item{[&](WriteCtx& ctx) {
-                     result.emplace(body(ctx));
-                     return result->has_value();
-                   },
-                   {},
-                   false};
+  QueuedWrite item;
+  item.run = [&](WriteCtx& ctx) {
+    result.emplace(body(ctx));
+    return result->has_value();
+  };
   run_queued(item);
   if (item.failure) return std::unexpected(std::move(*item.failure));
   return std::move(*result);

@@ -204,6 +204,9 @@ enum class Durability {
 
 struct StoreOptions {
   Durability durability = Durability::normal;
+  // The WAL is checkpointed in the background each time it has grown by this many frames
+  // (pages), and writers are held for a last short pass once it holds 16 times as many.
+  int checkpoint_frames = 1000;
 };
 
 class Store {
