@@ -339,7 +339,13 @@ Response put_object(Context& context) {
   const auto& key = context.target.key;
   require(context, bucket, Access::write);
   if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
-  check(context.store.head_bucket(bucket), bucket);  // no orphan blob for a missing bucket
+  // A body spooled to a file is adopted as a blob before its row is written: ask first, so a
+  // missing bucket leaves no orphan blob (and conditions below are judged in a bucket that
+  // exists). A small body becomes a blob only in its row's transaction, which finds a missing
+  // bucket itself: no read transaction of its own for the common small PUT.
+  if (context.body.file || context.header("if-match") || context.header("if-none-match")) {
+    check(context.store.head_bucket(bucket), bucket);
+  }
   check_write_conditions(context);
   store::NewObject object;
   object.content_type = content_type_of(context.request);
