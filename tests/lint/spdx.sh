@@ -12,7 +12,7 @@ missing=()
 while IFS= read -r file; do
   case "$file" in
     completions/* | wip/* | tests/node/package*.json | *.md | *.json | *.1 | LICENSE) continue ;;
-    *.cpp | *.hpp | *.h | *.in | *.mjs | *.sh | *.py | *.cmake | */CMakeLists.txt | CMakeLists.txt) ;;
+    *.cpp | *.hpp | *.h | *.in | *.mjs | *.lua | *.sh | *.py | *.cmake | */CMakeLists.txt | CMakeLists.txt) ;;
     scripts/* | .ci/*) ;;
     *) continue ;;
   esac

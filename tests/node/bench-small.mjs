@@ -5,7 +5,9 @@
 // Node's raw http client over keep-alive connections. The same script measures any S3
 // server (tfork serve, s3rver). Prints one JSON document.
 //
-// usage: node bench-small.mjs ENDPOINT ACCESS_KEY SECRET_KEY BUCKET OPS CONCURRENCY
+// usage: node bench-small.mjs ENDPOINT ACCESS_KEY SECRET_KEY BUCKET OPS CONCURRENCY [URL_DIR]
+// With URL_DIR, nothing is measured: OPS presigned PUT and GET paths (the same keys) are
+// written to URL_DIR/put.txt and URL_DIR/get.txt, one a line, for wrk (bench-small.lua).
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 
@@ -114,6 +116,14 @@ const gets = Array.from({ length: ops }, (_, i) => presign('GET', key(i)));
 const pages = Array.from({ length: lists }, (_, i) => presign('GET', undefined, {
   'list-type': '2', 'max-keys': '100', prefix: 'small/', 'start-after': key((i * 7919) % Math.max(1, ops - 100)),
 }));
+
+const urlDir = process.argv[8];
+if (urlDir) {
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(`${urlDir}/put.txt`, `${puts.join('\n')}\n`);
+  writeFileSync(`${urlDir}/get.txt`, `${gets.join('\n')}\n`);
+  process.exit(0);
+}
 
 // A short warm-up (connections opened, caches filled), not counted.
 await phase('PUT', puts.slice(0, Math.min(ops, 200)), body);
