@@ -329,7 +329,12 @@ struct HttpServer::Impl {
     exchange.phase = Phase::working;
     MHD_suspend_connection(connection);
     work.push_back([this, connection, &exchange, body = std::move(body)]() mutable {
-      exchange.ready = handler.finish(exchange.head, *exchange.admission, std::move(body));
+      try {
+        exchange.ready = handler.finish(exchange.head, *exchange.admission, std::move(body));
+      } catch (const std::exception& e) {  // as on an event thread: logged, connection closed
+        spdlog::error("{} {}: {}", exchange.head.method, loggable_target(exchange.head.target),
+                      e.what());
+      }
       MHD_resume_connection(connection);
     });
     lock.unlock();
@@ -592,6 +597,7 @@ struct HttpServer::Impl {
       }
       case Phase::working:
         exchange.phase = Phase::done;
+        if (!exchange.ready) return MHD_NO;  // the writer thread failed (logged there)
         return queue(connection, std::move(*exchange.ready), head_request);
       case Phase::done:
         *upload_data_size = 0;
