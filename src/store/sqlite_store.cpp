@@ -381,17 +381,15 @@ void SqliteStore::run_queued(QueuedWrite& item) {
   // Lead: take what waits, in arrival order (this item is first, so in this batch); then
   // hand the lead to the first still waiting, if any.
   leading_ = true;
-  {
-    const auto take = std::min(queue_.size(), kMaxWriteBatch);
-    const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
-    queue_.erase(queue_.begin(), queue_.begin() + take);
-    lock.unlock();
-    run_batch(batch);
-    lock.lock();
-    for (auto* queued : batch) {
-      queued->done = true;
-      if (queued != &item) queued->wake.notify_one();
-    }
+  const auto take = std::min(queue_.size(), kMaxWriteBatch);
+  const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
+  queue_.erase(queue_.begin(), queue_.begin() + take);
+  lock.unlock();
+  run_batch(batch);
+  lock.lock();
+  for (auto* queued : batch) {
+    queued->done = true;
+    if (queued != &item) queued->wake.notify_one();
   }
   leading_ = !queue_.empty();
   if (leading_) {
