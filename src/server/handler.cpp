@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <future>
 
 namespace tfork::server {
 namespace {
@@ -374,7 +375,7 @@ std::unique_ptr<BodyReceiver> Handler::receiver(const Request& head, const Admis
 }
 
 Response Handler::finish(const Request& head, const Admission& admission, DecodedBody body) {
-  if (admission.auth) return run(head, admission, std::move(body));
+  if (admission.auth) return *run(head, admission, std::move(body));
   // The deferred IAM case: the signature covers the body's hash.
   Request whole = head;
   whole.body = std::move(body.data);
@@ -390,42 +391,82 @@ Response Handler::finish(const Request& head, const Admission& admission, Decode
   }
   DecodedBody kept;
   kept.data = whole.body;
-  return run(whole, authenticated, std::move(kept));
+  return *run(whole, authenticated, std::move(kept));
 }
 
-Response Handler::run(const Request& request, const Admission& admission, DecodedBody body) {
-  const auto& target = admission.target;
-  bool json = admission.json;
-  bool iam = false;
-  Response response;
+bool Handler::can_start(const Request& head, const Admission& admission,
+                        const DecodedBody& body) const {
+  // dispatch_s3 sends such a request to put_object (or refuses it before any write).
+  return admission.auth && admission.object_body && head.method == "PUT" && !body.file &&
+         !admission.target.has("uploadId") && !admission.target.has("partNumber");
+}
+
+// The Later of a started request: answers it as run() would have.
+class Handler::Pending final : public Later {
+ public:
+  Pending(Handler& handler, const Request& request, const Admission& admission,
+          std::function<void(Response)> done)
+      : handler_(handler), request_(request), admission_(admission), done_(std::move(done)) {}
+
+  void finish(const std::function<Response()>& produce) override {
+    done_(*handler_.answer(request_, admission_, ErrorForm{admission_.json, false},
+                           [&] { return std::optional<Response>(produce()); }));
+  }
+
+ private:
+  Handler& handler_;
+  const Request& request_;
+  const Admission& admission_;
+  std::function<void(Response)> done_;
+};
+
+void Handler::start(const Request& head, const Admission& admission, DecodedBody body,
+                    std::function<void(Response)> done) {
+  auto pending = std::make_shared<Pending>(*this, head, admission, done);
+  if (auto response = run(head, admission, std::move(body), std::move(pending))) {
+    done(std::move(*response));
+  }
+}
+
+std::optional<Response> Handler::run(const Request& request, const Admission& admission,
+                                     DecodedBody body, std::shared_ptr<Later> later) {
   const auto keys = key_lookup();
-  try {
+  ErrorForm form{admission.json, false};  // answer() reads it as `produce` left it
+  return answer(request, admission, form, [&]() -> std::optional<Response> {
     auto checksums = verify_integrity(request, body);
     if (!checksums) fail(std::move(checksums.error()));
-    iam = is_iam_request(request, target, body.data);
-    json = json || iam;
-    Context context{request,
-                    target,
-                    store_,
-                    admission.auth->principal,
-                    std::move(body),
-                    std::move(*checksums),
-                    admission.now,
-                    variance_,
-                    &keys};
-    response = iam ? iam_dispatch(context) : dispatch_s3(context);
+    form.iam = is_iam_request(request, admission.target, body.data);
+    form.json = form.json || form.iam;
+    Context context{
+        request,         admission.target,      store_,        admission.auth->principal,
+        std::move(body), std::move(*checksums), admission.now, variance_,
+        &keys,           std::move(later),      false};
+    auto response = form.iam ? iam_dispatch(context) : dispatch_s3(context);
+    if (context.deferred) return std::nullopt;
+    return response;
+  });
+}
+
+std::optional<Response> Handler::answer(const Request& request, const Admission& admission,
+                                        const ErrorForm& form,
+                                        const std::function<std::optional<Response>()>& produce) {
+  std::optional<Response> response;
+  try {
+    response = produce();
+    if (!response) return std::nullopt;
   } catch (const S3Exception& e) {
     log_error(request, e.error());
-    response = iam && variance_.has(Quirk::iam_message_errors)
+    response = form.iam && variance_.has(Quirk::iam_message_errors)
                    ? iam_message_error(e.error(), request)
-                   : error_response(e.error(), request, &target, json, admission.request_id);
+                   : error_response(e.error(), request, &admission.target, form.json,
+                                    admission.request_id);
   } catch (const std::exception& e) {
     spdlog::error("{} {}: unexpected failure: {}", request.method, loggable_target(request.target),
                   e.what());
-    response = error_response(make_error(Err::internal_error), request, &target, json,
-                              admission.request_id);
+    response = error_response(make_error(Err::internal_error), request, &admission.target,
+                              form.json, admission.request_id);
   }
-  stamp(response, admission.request_id);
+  stamp(*response, admission.request_id);
   return response;
 }
 
@@ -440,6 +481,13 @@ Response Handler::handle(const Request& request) {
   } else {
     body.emplace();
     body->data = request.body;
+  }
+  if (can_start(request, *admission, *body)) {  // the socket layer's road, waited for here
+    std::promise<Response> answered;
+    auto response = answered.get_future();
+    start(request, *admission, std::move(*body),
+          [&answered](Response done) { answered.set_value(std::move(done)); });
+    return response.get();
   }
   return finish(request, *admission, std::move(*body));
 }

@@ -6,10 +6,14 @@
 //      then Handler::admit authenticates from the head; an error is answered right there;
 //   2. for each piece of body: fed to the Handler's BodyReceiver (a file or a small buffer);
 //   3. once the body is complete: Handler::finish, and the response is queued. A request that
-//      may change the store (any method but GET and HEAD) runs on a writer thread instead,
-//      with its connection suspended meanwhile: it may wait for the store's group commit, and
-//      an event thread that waited would stall every other connection it serves. Event
-//      threads stay few (one per core) and never sleep in the store; reads run inline on them.
+//      may change the store (any method but GET and HEAD) does not run inline: it may wait for
+//      the store's group commit, and an event thread that waited would stall every other
+//      connection it serves. Its connection is suspended, and either
+//      - a small PutObject (Handler::can_start) runs up to its store write on the event thread
+//        and queues the write; the store's committer thread makes the response after the
+//        commit (Handler::start), so no thread sleeps for it; or
+//      - any other write runs on a writer thread.
+//      Event threads stay few (one per core) and never sleep in the store; reads run inline.
 // The raw request target comes from the URI log callback (before any unescaping), and header
 // values are taken as received: nothing is decoded before the signature is checked.
 //
@@ -39,6 +43,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <queue>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -288,11 +293,15 @@ struct HttpServer::Impl {
 
   // Writer threads: requests that may change the store, each with its connection suspended
   // until its response is ready. Jobs already queued are finished before the threads end.
+  // Started requests (Handler::start) hold no thread: `started` counts those whose response
+  // the store's committer has yet to hand back.
   std::mutex work_mutex;
   std::condition_variable work_wake;
   std::deque<std::function<void()>> work;
   bool work_stop = false;
   std::vector<std::thread> writers;
+  unsigned started = 0;
+  std::condition_variable started_done;
 
   Impl(Handler& h, FaultInjector& f, HttpLimits l) : handler(h), faults(f), limits(l) {}
 
@@ -318,6 +327,29 @@ struct HttpServer::Impl {
     for (auto& writer : writers)
       writer.join();
     writers.clear();
+    std::unique_lock lock(work_mutex);
+    started_done.wait(lock, [this] { return started == 0; });
+  }
+
+  // Hands the request to Handler::start, the connection suspended until the store's committer
+  // hands back the response: no thread waits for the commit. False once the writers are
+  // stopping: the caller runs the request inline.
+  bool start(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
+    {
+      std::lock_guard lock(work_mutex);
+      if (work_stop) return false;
+      ++started;
+    }
+    exchange.phase = Phase::working;
+    MHD_suspend_connection(connection);
+    handler.start(exchange.head, *exchange.admission, std::move(body),
+                  [this, connection, &exchange](Response response) {
+                    exchange.ready = std::move(response);
+                    MHD_resume_connection(connection);  // the exchange is the event thread's again
+                    std::lock_guard lock(work_mutex);
+                    if (--started == 0) started_done.notify_all();
+                  });
+    return true;
   }
 
   // Hands Handler::finish to a writer thread, the connection suspended meanwhile; the
@@ -581,8 +613,12 @@ struct HttpServer::Impl {
         exchange.phase = Phase::done;
         if (!exchange.body_error) {
           auto body = exchange.receiver->finish();
-          if (body && may_write(exchange.head) && finish_on_writer(connection, exchange, *body)) {
-            return MHD_YES;
+          if (body && may_write(exchange.head)) {
+            if (handler.can_start(exchange.head, *exchange.admission, *body)
+                    ? start(connection, exchange, *body)
+                    : finish_on_writer(connection, exchange, *body)) {
+              return MHD_YES;
+            }
           }
           if (body) {
             return queue(connection,
@@ -751,10 +787,16 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
     impl.listen_fd = -1;
     return std::unexpected("libmicrohttpd could not start");
   }
-  impl.timer_thread = std::thread([&impl] { impl.run_timers(); });
+  impl.timer_thread = std::thread([&impl] {
+    pthread_setname_np(pthread_self(), "http-timer");  // the event threads are MHD-worker
+    impl.run_timers();
+  });
   impl.work_stop = false;
   for (unsigned i = 0; i < impl.limits.writer_threads; ++i)
-    impl.writers.emplace_back([&impl] { impl.run_writer(); });
+    impl.writers.emplace_back([&impl] {
+      pthread_setname_np(pthread_self(), "http-writer");
+      impl.run_writer();
+    });
   return port_of(impl.listen_fd);
 }
 

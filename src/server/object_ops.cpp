@@ -334,6 +334,19 @@ void check_write_conditions(const Context& context) {
   }
 }
 
+namespace {
+
+Response put_response(const store::ObjectInfo& info) {
+  Response response;
+  response.set_header("ETag", quote_etag(info.etag));
+  for (const auto& [algorithm, value] : info.checksums) {
+    response.set_header("x-amz-checksum-" + algorithm, value);
+  }
+  return response;
+}
+
+}  // namespace
+
 Response put_object(Context& context) {
   const auto& bucket = context.target.bucket;
   const auto& key = context.target.key;
@@ -354,13 +367,16 @@ Response put_object(Context& context) {
   auto stored = store_body(context);
   object.etag = std::move(stored.etag);
   object.parts.push_back(stored.blob);
-  const auto info = check(context.store.put_object(bucket, key, std::move(object)), bucket, key);
-  Response response;
-  response.set_header("ETag", quote_etag(info.etag));
-  for (const auto& [algorithm, value] : info.checksums) {
-    response.set_header("x-amz-checksum-" + algorithm, value);
+  if (context.later) {
+    context.deferred = true;
+    context.store.put_object_async(
+        bucket, key, std::move(object),
+        [later = context.later, bucket, key](store::Result<store::ObjectInfo> written) {
+          later->finish([&] { return put_response(check(std::move(written), bucket, key)); });
+        });
+    return {};
   }
-  return response;
+  return put_response(check(context.store.put_object(bucket, key, std::move(object)), bucket, key));
 }
 
 Response get_object(Context& context) {

@@ -269,31 +269,44 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
   return seq;
 }
 
+// The transaction body of put_object: the row of `object` (whose parts were written) in
+// `bucket`, pins released on commit.
+Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
+                                        std::string_view key, NewObject& object) {
+  for (const auto& part : object.parts)
+    release_on_commit(ctx, part);
+  const auto row = find_bucket(ctx.db, bucket);
+  if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+  for (const auto& part : object.parts) {
+    if (!present(part)) {
+      return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
+    }
+  }
+  const auto seq = insert_version(ctx, *row, key, &object);
+  ObjectInfo info;
+  info.key = std::string(key);
+  info.seq = seq.value_or(0);
+  info.size = total_size(object.parts);
+  info.etag = std::move(object.etag);
+  info.content_type = std::move(object.content_type);
+  info.user_meta = std::move(object.user_meta);
+  info.checksums = std::move(object.checksums);
+  info.parts = std::move(object.parts);
+  return info;
+}
+
 Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_view key,
                                            NewObject object) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
-  return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
-    for (const auto& part : object.parts)
-      release_on_commit(ctx, part);
-    const auto row = find_bucket(ctx.db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
-    for (const auto& part : object.parts) {
-      if (!present(part)) {
-        return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
-      }
-    }
-    const auto seq = insert_version(ctx, *row, key, &object);
-    ObjectInfo info;
-    info.key = std::string(key);
-    info.seq = seq.value_or(0);
-    info.size = total_size(object.parts);
-    info.etag = std::move(object.etag);
-    info.content_type = std::move(object.content_type);
-    info.user_meta = std::move(object.user_meta);
-    info.checksums = std::move(object.checksums);
-    info.parts = std::move(object.parts);
-    return info;
-  });
+  return write([&](WriteCtx& ctx) { return put_row(ctx, bucket, key, object); });
+}
+
+void SqliteStore::put_object_async(std::string bucket, std::string key, NewObject object,
+                                   std::function<void(Result<ObjectInfo>)> done) {
+  if (!valid_key(key)) return done(fail(StoreErrc::invalid_argument, "invalid object key"));
+  write_async([this, bucket = std::move(bucket), key = std::move(key), object = std::move(object)](
+                  WriteCtx& ctx) mutable { return put_row(ctx, bucket, key, object); },
+              std::move(done));
 }
 
 Result<void> SqliteStore::delete_object(std::string_view bucket, std::string_view key) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <system_error>
 #include <unistd.h>
@@ -202,18 +203,24 @@ SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
 
 SqliteStore::~SqliteStore() {
   {
+    std::lock_guard lock(reclaim_mu_);
+    reclaim_stop_ = true;
+  }
+  reclaim_wake_.notify_all();
+  if (reclaimer_.joinable()) reclaimer_.join();  // after the batch in flight, if any
+  {
+    std::lock_guard lock(queue_mu_);
+    commit_stop_ = true;
+  }
+  queue_wake_.notify_all();
+  if (committer_.joinable()) committer_.join();  // after every queued write
+  {
     std::lock_guard lock(checkpoint_mu_);
     checkpoint_stop_ = true;
   }
   checkpoint_wake_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
   checkpoint_db_.reset();
-  {
-    std::lock_guard lock(reclaim_mu_);
-    reclaim_stop_ = true;
-  }
-  reclaim_wake_.notify_all();
-  if (reclaimer_.joinable()) reclaimer_.join();  // after the batch in flight, if any
   pool_.clear();
   writer_.reset();
   ::close(lock_fd_);  // releases the flock
@@ -264,12 +271,22 @@ void SqliteStore::initialise() {
     auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
     return q->bind(1, hash).step();
   });
-  reclaimer_ = std::thread([this] { run_reclaimer(); });
+  committer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "store-commit");  // as top -H and perf show them
+    run_committer();
+  });
+  reclaimer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "store-reclaim");
+    run_reclaimer();
+  });
 
   checkpoint_db_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
   synchronous(*checkpoint_db_);
   sqlite3_wal_hook(writer_->handle(), &SqliteStore::on_wal_commit, this);  // replaces SQLite's
-  checkpointer_ = std::thread([this] { run_checkpointer(); });
+  checkpointer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "store-checkpoint");
+    run_checkpointer();
+  });
 }
 
 int SqliteStore::on_wal_commit(void* self, sqlite3*, const char*, int frames) {
@@ -374,27 +391,41 @@ StoreError failure_of(const std::exception& e, std::string_view doing) {
 void SqliteStore::run_queued(QueuedWrite& item) {
   std::unique_lock lock(queue_mu_);
   queue_.push_back(&item);
-  if (leading_) {
-    item.wake.wait(lock, [&] { return item.done || item.lead; });
-    if (item.done) return;
-  }
-  // Lead: take what waits, in arrival order (this item is first, so in this batch); then
-  // hand the lead to the first still waiting, if any.
-  leading_ = true;
-  const auto take = std::min(queue_.size(), kMaxWriteBatch);
-  const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
-  queue_.erase(queue_.begin(), queue_.begin() + take);
-  lock.unlock();
-  run_batch(batch);
-  lock.lock();
-  for (auto* queued : batch) {
-    queued->done = true;
-    if (queued != &item) queued->wake.notify_one();
-  }
-  leading_ = !queue_.empty();
-  if (leading_) {
-    queue_.front()->lead = true;
-    queue_.front()->wake.notify_one();
+  queue_wake_.notify_one();
+  item.wake.wait(lock, [&] { return item.done; });
+}
+
+void SqliteStore::run_committer() {
+  std::unique_lock lock(queue_mu_);
+  while (true) {
+    queue_wake_.wait(lock, [this] { return commit_stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and nothing left
+    // What waits, in arrival order.
+    const auto take = std::min(queue_.size(), kMaxWriteBatch);
+    const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
+    queue_.erase(queue_.begin(), queue_.begin() + take);
+    lock.unlock();
+    run_batch(batch);
+    std::vector<std::unique_ptr<QueuedWrite>> finished;  // the asynchronous ones
+    lock.lock();
+    for (auto* queued : batch) {
+      if (queued->then) {
+        finished.emplace_back(queued);
+      } else {
+        queued->done = true;  // its waiter may destroy it from here on
+        queued->wake.notify_one();
+      }
+    }
+    lock.unlock();
+    for (const auto& queued : finished) {
+      try {
+        queued->then(*queued);
+      } catch (const std::exception& e) {
+        spdlog::error("store: after a write: {}", e.what());
+      }
+    }
+    finished.clear();
+    lock.lock();
   }
 }
 

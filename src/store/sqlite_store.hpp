@@ -93,17 +93,18 @@ struct WriteCtx {
 // is full (SQLITE_FULL, ENOSPC, EDQUOT), else io. `doing` starts the message.
 StoreError failure_of(const std::exception& e, std::string_view doing);
 
-// A write waiting for the writer connection (group commit, §6.8). Whichever waiting thread
-// finds no batch running leads the next one: it runs the queued bodies, each in a savepoint
-// of one shared transaction, commits once for all of them, and wakes their threads.
+// A write waiting for the writer connection (group commit, §6.8). One committer thread takes
+// what waits, runs the bodies, each in a savepoint of one shared transaction, and commits once
+// for all of them. A caller of write() sleeps until its batch is done; a write nobody waits
+// for (write_async) has `then` instead, which the committer calls after the batch.
 struct QueuedWrite {
-  std::function<bool(WriteCtx&)> run;  // runs the body; true when its changes are to be kept
-  std::optional<StoreError> failure;   // the body threw, or the batch's COMMIT failed
-  // Guarded by the queue's mutex. Each waiter is woken alone: when its batch is done, or
-  // when it is to lead the next one (a wake-up of every waiter after each batch would have
-  // dozens of threads contend for the cores the batch's own leader needs).
+  std::function<bool(WriteCtx&)> run;      // runs the body; true when its changes are to be kept
+  std::optional<StoreError> failure;       // the body threw, or the batch's COMMIT failed
+  std::function<void(QueuedWrite&)> then;  // set: asynchronous, owned by the queue
+  // Guarded by the queue's mutex. Each waiter is woken alone, when its batch is done (a
+  // wake-up of every waiter after each batch would have dozens of threads contend for the
+  // cores the committer needs).
   bool done = false;
-  bool lead = false;
   std::condition_variable wake;
 };
 
@@ -138,6 +139,8 @@ class SqliteStore final : public Store {
 
   Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
                                 NewObject object) override;
+  void put_object_async(std::string bucket, std::string key, NewObject object,
+                        std::function<void(Result<ObjectInfo>)> done) override;
   Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
                                 std::optional<Seq> at) override;
   Result<void> delete_object(std::string_view bucket, std::string_view key) override;
@@ -188,7 +191,12 @@ class SqliteStore final : public Store {
   // committed together (one BEGIN IMMEDIATE ... COMMIT, a savepoint each).
   template <class F>
   auto write(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
+  // The same without waiting: `then(Result<T>)` runs on the committer thread once the body's
+  // changes are committed or undone (and its freed blobs unlinked).
+  template <class F, class Then>
+  void write_async(F body, Then then);
   void run_queued(QueuedWrite& item);
+  void run_committer();
   void run_batch(const std::vector<QueuedWrite*>& batch);
   // Runs `body(sqlite::Db&) -> Result<T>` in one read transaction on a pooled connection.
   template <class F>
@@ -228,6 +236,8 @@ class SqliteStore final : public Store {
                                 const VersionRow& row);
   static std::vector<BlobRef> version_parts(sqlite::Db& db, std::int64_t bucket_id,
                                             std::string_view key, Seq seq);
+  Result<ObjectInfo> put_row(WriteCtx& ctx, std::string_view bucket, std::string_view key,
+                             NewObject& object);
   // Inserts a version (object when `object` is set, else a tombstone) in `bucket` and, in a
   // regular root bucket, prunes the previous version unless a root pins it (§6.6 step 5,
   // §6.7). Returns the new seq, or nullopt when a delete left nothing to shadow.
@@ -260,9 +270,12 @@ class SqliteStore final : public Store {
   std::unique_ptr<sqlite::Db> writer_;
   Seq last_seq_ = 0;  // guarded by write_mu_
 
+  // Writes waiting for the committer thread, which runs every batch. Guarded by queue_mu_.
   std::mutex queue_mu_;
-  std::deque<QueuedWrite*> queue_;  // guarded by queue_mu_
-  bool leading_ = false;            // a batch is running; guarded by queue_mu_
+  std::condition_variable queue_wake_;
+  std::deque<QueuedWrite*> queue_;
+  bool commit_stop_ = false;  // the committer ends once the queue is empty
+  std::thread committer_;
 
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> pool_;
@@ -306,6 +319,24 @@ auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
   run_queued(item);
   if (item.failure) return std::unexpected(std::move(*item.failure));
   return std::move(*result);
+}
+
+template <class F, class Then>
+void SqliteStore::write_async(F body, Then then) {
+  using R = decltype(body(std::declval<WriteCtx&>()));
+  auto result = std::make_shared<std::optional<R>>();
+  auto item = std::make_unique<QueuedWrite>();
+  item->run = [result, body = std::move(body)](WriteCtx& ctx) mutable {
+    result->emplace(body(ctx));
+    return (*result)->has_value();
+  };
+  item->then = [result, then = std::move(then)](QueuedWrite& done) mutable {
+    if (done.failure) return then(R(std::unexpected(std::move(*done.failure))));
+    then(std::move(**result));
+  };
+  std::lock_guard lock(queue_mu_);
+  queue_.push_back(item.release());  // deleted by the committer after `then`
+  queue_wake_.notify_one();
 }
 
 template <class F>

@@ -43,10 +43,13 @@ struct Admission {
   bool object_body = false;  // PutObject / UploadPart: the body streams to a file
 };
 
+class Later;  // operations.hpp
+
 // A request is handled in two steps so that the socket layer can authenticate from the head
 // before it reads (or asks with 100-continue for) any body, and stream the body in bounded
 // memory: admit(head) -> receiver(head, admission) fed with the body -> finish(...).
-// handle() does all three with a body already in memory.
+// handle() does all three with a body already in memory (a small PutObject through start(),
+// as the socket layer runs it, waiting for its answer).
 class Handler {
  public:
   Handler(store::Store& store, HandlerOptions options);
@@ -61,11 +64,32 @@ class Handler {
   std::unique_ptr<BodyReceiver> receiver(const Request& head, const Admission& admission);
   // Runs the operation with the received body.
   Response finish(const Request& head, const Admission& admission, DecodedBody body);
+  // Whether start() may take the request: a PutObject whose body is in memory. Its only wait is
+  // the store's group commit, which it need not wait for on a thread of its own.
+  bool can_start(const Request& head, const Admission& admission, const DecodedBody& body) const;
+  // Runs such a request up to its store write, which joins the next group commit: `done` gets
+  // the response on the store's committer thread, or before start returns when the request
+  // fails first. `head` and `admission` must outlive the call of `done`.
+  void start(const Request& head, const Admission& admission, DecodedBody body,
+             std::function<void(Response)> done);
   // The response for an error found while the body was received (or before admission).
   Response reject(const Request& head, const Admission* admission, const S3Error& error);
 
  private:
-  Response run(const Request& request, const Admission& admission, DecodedBody body);
+  class Pending;
+  // How errors are answered, settled while the request runs (an IAM call is known by its body).
+  struct ErrorForm {
+    bool json = false;
+    bool iam = false;
+  };
+  // Runs the operation; nullopt when it was handed to `later` (Context::deferred).
+  std::optional<Response> run(const Request& request, const Admission& admission, DecodedBody body,
+                              std::shared_ptr<Later> later = nullptr);
+  // The response `produce` makes, or the error response for what it throws; stamped with the
+  // request id. nullopt when `produce` gives none (a deferred operation).
+  std::optional<Response> answer(const Request& request, const Admission& admission,
+                                 const ErrorForm& form,
+                                 const std::function<std::optional<Response>()>& produce);
   KeyLookup key_lookup();
 
   store::Store& store_;

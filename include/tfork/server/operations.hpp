@@ -16,6 +16,8 @@
 #include "tfork/store/store.hpp"
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +25,16 @@
 #include <utility>
 
 namespace tfork::server {
+
+// The end of a request that waits for the store's group commit without holding a thread
+// (Handler::start): `finish` makes the response once the write is done, on the store's
+// committer thread, as Handler::run would have (an S3 error `produce` throws becomes the
+// error response).
+class Later {
+ public:
+  virtual ~Later() = default;
+  virtual void finish(const std::function<Response()>& produce) = 0;
+};
 
 struct Context {
   const Request& request;
@@ -35,6 +47,10 @@ struct Context {
   Variance& variance;  // serve --quirks / --consistency-delay (variance.hpp)
   // Every key's secret and principal, root's too (presigning on behalf of a key needs them).
   const KeyLookup* keys = nullptr;
+  // Set by Handler::start. PutObject then queues its write with store.put_object_async, hands
+  // the rest to `later` and sets `deferred`: what it returns is not the response.
+  std::shared_ptr<Later> later;
+  bool deferred = false;
 
   bool is_head() const { return request.method == "HEAD"; }
   const std::string* header(std::string_view name) const { return request.header(name); }

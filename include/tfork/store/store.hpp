@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -247,6 +248,11 @@ class Store {
   // ---- objects
   virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
                                         NewObject object) = 0;
+  // put_object without waiting: the write joins the next group commit and `done` gets its
+  // result on the store's committer thread (or at once, on the caller's, for an invalid key).
+  // `done` must be quick and must not call the store: it runs between two batches of writes.
+  virtual void put_object_async(std::string bucket, std::string key, NewObject object,
+                                std::function<void(Result<ObjectInfo>)> done) = 0;
   virtual Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
                                         std::optional<Seq> at = std::nullopt) = 0;
   // Inserts a tombstone when the key is visible; a no-op otherwise (S3 answers 204 either way).

@@ -5,6 +5,9 @@
 #include "tfork/server/payload.hpp"
 
 #include "support.hpp"
+#include <future>
+#include <thread>
+#include <utility>
 
 using namespace tfork;
 using namespace tfork::server;
@@ -45,6 +48,70 @@ TEST_CASE("PutObject stores metadata; GetObject and HeadObject return it", "[ser
   CHECK(server.del("/bucket-a/dir/file.txt").status == 204);
   CHECK(server.del("/bucket-a/dir/file.txt").status == 204);
   CHECK(server.get("/bucket-a/dir/file.txt").status == 404);
+}
+
+// Handler::start, the socket layer's road for a small PutObject: refused before its write, it
+// is answered at once; else once the store's committer has committed (or refused) the row,
+// on that thread, with the same error document and headers as any other response.
+TEST_CASE("a started PutObject is answered by the store's committer after its commit",
+          "[server][objects]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  const auto reader = server.create_key("reader", R"([{"bucket":"bucket-a","role":"ReadOnly"}])");
+  const auto caller = std::this_thread::get_id();
+  struct Answer {
+    std::optional<Response> response;
+    std::thread::id thread;
+  };
+  const auto start = [&](const Request& request) {
+    auto admission = server.handler().admit(request);
+    REQUIRE(admission);
+    auto body = read_payload(request, *admission->auth);
+    REQUIRE(body);
+    REQUIRE(server.handler().can_start(request, *admission, *body));
+    std::promise<Answer> answered;
+    auto answer = answered.get_future();
+    server.handler().start(request, *admission, std::move(*body), [&](Response response) {
+      answered.set_value(Answer{std::move(response), std::this_thread::get_id()});
+    });
+    return answer.get();
+  };
+
+  const auto denied = start(server.sign({.method = "PUT", .target = "/bucket-a/k", .as = reader}));
+  CHECK(denied.thread == caller);
+  CHECK(denied.response->status == 403);
+  CHECK(xml_value(denied.response->body, "Code") == "AccessDenied");
+
+  const auto missing = start(server.sign({.method = "PUT", .target = "/bucket-b/k", .body = "x"}));
+  CHECK(missing.thread != caller);
+  CHECK(missing.response->status == 404);
+  CHECK(xml_value(missing.response->body, "Code") == "NoSuchBucket");
+  CHECK(xml_value(missing.response->body, "BucketName") == "bucket-b");
+  REQUIRE(missing.response->header("x-amz-request-id"));
+  CHECK(xml_value(missing.response->body, "RequestId") ==
+        *missing.response->header("x-amz-request-id"));
+
+  const auto sha256 = crypto::base64_encode(crypto::sha256("hello"));
+  const auto stored = start(server.sign({.method = "PUT",
+                                         .target = "/bucket-a/k",
+                                         .body = "hello",
+                                         .headers = {{"x-amz-checksum-sha256", sha256}}}));
+  CHECK(stored.thread != caller);
+  CHECK(stored.response->status == 200);
+  CHECK(*stored.response->header("ETag") == "\"" + crypto::to_hex(crypto::md5("hello")) + "\"");
+  CHECK(*stored.response->header("x-amz-checksum-sha256") == sha256);
+  CHECK(stored.response->header("x-amz-request-id"));
+  CHECK(Server::body_of(server.get("/bucket-a/k")) == "hello");
+
+  // Everything else runs through finish(): parts, and any other method.
+  for (const auto& [method, target] :
+       {std::pair{"PUT", "/bucket-a/k?partNumber=1&uploadId=u"}, std::pair{"GET", "/bucket-a/k"},
+        std::pair{"DELETE", "/bucket-a/k"}}) {
+    const auto request = server.sign({.method = method, .target = target});
+    auto admission = server.handler().admit(request);
+    REQUIRE(admission);
+    CHECK_FALSE(server.handler().can_start(request, *admission, DecodedBody{}));
+  }
 }
 
 TEST_CASE("Range requests follow S3's rules", "[server][objects]") {

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <set>
 #include <signal.h>
 #include <sys/wait.h>
@@ -1056,6 +1058,72 @@ TEST_CASE("writes committed together: one that fails undoes only its own changes
                    "SELECT count(*) FROM blobs WHERE size <= " + std::to_string(k_max_db_blob) +
                        " AND hash NOT IN (SELECT hash FROM blob_bytes)") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets WHERE name='taken'") == 1);
+}
+
+// put_object_async queues the write and returns: the result comes back once the write is
+// committed (or refused), on the committer thread; a store being closed still commits and
+// answers every write queued before.
+TEST_CASE("asynchronous puts are answered after their commit, even while the store closes",
+          "[store]") {
+  TempDir dir;
+  constexpr int kPuts = 600;
+  struct Answer {
+    Result<ObjectInfo> result;
+    std::thread::id thread;
+  };
+  std::mutex mu;
+  std::map<int, Answer> answers;  // guarded by mu
+  const auto caller = std::this_thread::get_id();
+  {
+    auto store = open_store(dir.path(), Durability::normal);
+    REQUIRE(store->create_bucket("a", false));
+    for (int i = 0; i < kPuts; ++i) {
+      // Every tenth into a bucket that does not exist; every hundredth with an invalid key.
+      const auto bucket = i % 10 == 3 ? std::string("missing") : std::string("a");
+      const auto key = i % 100 == 7 ? std::string() : fmt::format("k{:04}", i);
+      auto blob = store->write_blob(fmt::format("body {}", i));
+      REQUIRE(blob);
+      NewObject object;
+      object.etag = fmt::format("etag-{}", i);
+      object.parts = {*blob};
+      store->put_object_async(bucket, key, std::move(object), [&, i](Result<ObjectInfo> result) {
+        std::lock_guard lock(mu);
+        answers.emplace(i, Answer{std::move(result), std::this_thread::get_id()});
+      });
+    }
+    // Most writes are likely still queued here: closing the store commits and answers them.
+  }
+  std::lock_guard lock(mu);
+  REQUIRE(answers.size() == kPuts);
+  std::set<std::thread::id> committers;
+  auto store = open_store(dir.path(), Durability::normal);
+  for (int i = 0; i < kPuts; ++i) {
+    const auto& answer = answers.at(i);
+    const auto key = fmt::format("k{:04}", i);
+    if (i % 100 == 7) {  // refused at once, on the caller's thread
+      REQUIRE(!answer.result);
+      CHECK(answer.result.error().code == StoreErrc::invalid_argument);
+      CHECK(answer.thread == caller);
+      continue;
+    }
+    CHECK(answer.thread != caller);
+    committers.insert(answer.thread);
+    if (i % 10 == 3) {
+      REQUIRE(!answer.result);
+      CHECK(answer.result.error().code == StoreErrc::no_such_bucket);
+    } else {
+      REQUIRE(answer.result);
+      CHECK(answer.result->key == key);
+      CHECK(answer.result->etag == fmt::format("etag-{}", i));
+      CHECK(get_text(*store, "a", key) == fmt::format("body {}", i));
+    }
+  }
+  CHECK(committers.size() == 1);
+  ListQuery query;
+  query.max_keys = 1000;
+  auto page = store->list_objects("a", query);
+  REQUIRE(page);
+  CHECK(page->objects.size() == kPuts - kPuts / 10 - kPuts / 100);
 }
 
 // The WAL is checkpointed beside the writes (SQLite's own checkpoint inside a COMMIT is
