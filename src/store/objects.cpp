@@ -111,9 +111,15 @@ void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& blob) {
   }
   // A blob still named by a row keeps the form it was first stored in.
   if (first && blob.bytes) {
-    ctx.db.query("INSERT OR REPLACE INTO blob_bytes(hash, data) VALUES(?1, ?2)")
+    std::int64_t data_id = 0;
+    {
+      auto q = ctx.db.query("INSERT INTO blob_data(data) VALUES(?1) RETURNING id");
+      q->bind_blob(1, *blob.bytes).step();
+      data_id = q->int64(0);
+    }
+    ctx.db.query("UPDATE blobs SET data_id=?2 WHERE hash=?1")
         ->bind(1, std::string_view(blob.hash))
-        .bind_blob(2, *blob.bytes)
+        .bind(2, data_id)
         .run();
   }
 }
@@ -131,7 +137,8 @@ void SqliteStore::release_on_commit(WriteCtx& ctx, const BlobRef& blob) {
 void SqliteStore::load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts) {
   for (auto& part : parts) {
     if (part.bytes || part.size > k_max_db_blob) continue;
-    auto q = db.query("SELECT data FROM blob_bytes WHERE hash=?1");
+    auto q =
+        db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
     if (q->bind(1, std::string_view(part.hash)).step())
       part.bytes = std::make_shared<const std::string>(q->blob(0));
   }
@@ -139,15 +146,21 @@ void SqliteStore::load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts) {
 
 void SqliteStore::drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count) {
   std::int64_t left = 0;
+  std::optional<std::int64_t> data_id;
   {
-    auto q = ctx.db.query("UPDATE blobs SET refcnt=refcnt-?2 WHERE hash=?1 RETURNING refcnt");
+    auto q =
+        ctx.db.query("UPDATE blobs SET refcnt=refcnt-?2 WHERE hash=?1 RETURNING refcnt, data_id");
     if (!q->bind(1, hash).bind(2, count).step()) return;
     left = q->int64(0);
+    data_id = q->opt_int64(1);
   }
   if (left > 0) return;
   ctx.db.query("DELETE FROM blobs WHERE hash=?1")->bind(1, hash).run();
-  ctx.db.query("DELETE FROM blob_bytes WHERE hash=?1")->bind(1, hash).run();
-  if (ctx.db.changes() == 0) ctx.freed.emplace_back(hash);  // a file: unlinked after COMMIT (§6.7)
+  if (data_id) {
+    ctx.db.query("DELETE FROM blob_data WHERE id=?1")->bind(1, *data_id).run();
+  } else {
+    ctx.freed.emplace_back(hash);  // a file: unlinked after COMMIT (§6.7)
+  }
 }
 
 void SqliteStore::remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key,

@@ -67,11 +67,13 @@ CREATE TABLE IF NOT EXISTS version_parts(
 CREATE TABLE IF NOT EXISTS blobs(
   hash TEXT PRIMARY KEY,
   size INTEGER NOT NULL,
-  refcnt INTEGER NOT NULL) WITHOUT ROWID;
+  refcnt INTEGER NOT NULL,
+  data_id INTEGER) WITHOUT ROWID;              -- its bytes in blob_data; NULL: a file in blobs/
 -- The bytes of small blobs (k_max_db_blob), apart from the refcounts: a count changes often
--- and must not rewrite the bytes. A blob with no row here is a file under blobs/.
-CREATE TABLE IF NOT EXISTS blob_bytes(
-  hash TEXT PRIMARY KEY,
+-- and must not rewrite the bytes. Keyed by an integer, so a new blob's bytes go at the end of
+-- the table, not into a random page of an index by hash (one page fewer written per PUT).
+CREATE TABLE IF NOT EXISTS blob_data(
+  id INTEGER PRIMARY KEY,
   data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS uploads(
   upload_id TEXT PRIMARY KEY,
@@ -147,6 +149,18 @@ void migrate_part_checksums(sqlite::Db& db) {
     }
     if (!has_checksums) db.exec(("ALTER TABLE " + table + " ADD COLUMN checksums TEXT").c_str());
   }
+}
+
+// Data directories made before small blobs' bytes were keyed by integer (blob_bytes, by hash):
+// the bytes move to blob_data, once.
+void migrate_blob_data(sqlite::Db& db) {
+  if (!db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='blob_bytes'")->step())
+    return;
+  db.exec("ALTER TABLE blobs ADD COLUMN data_id INTEGER");
+  db.exec("INSERT INTO blob_data(id, data) SELECT rowid, data FROM blob_bytes");
+  db.exec(
+      "UPDATE blobs SET data_id=(SELECT rowid FROM blob_bytes WHERE blob_bytes.hash=blobs.hash)");
+  db.exec("DROP TABLE blob_bytes");
 }
 
 BucketRow bucket_from(const sqlite::Stmt& s) {
@@ -252,6 +266,7 @@ void SqliteStore::initialise() {
     writer_->exec(kSchema);
     migrate_key_roles(*writer_);
     migrate_part_checksums(*writer_);
+    migrate_blob_data(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();
@@ -909,7 +924,8 @@ fs::path SqliteStore::blob_path(const BlobRef& blob) const {
 
 Result<std::optional<std::string>> SqliteStore::db_blob_bytes(std::string_view hash) {
   return read([&](sqlite::Db& db) -> Result<std::optional<std::string>> {
-    auto q = db.query("SELECT data FROM blob_bytes WHERE hash=?1");
+    auto q =
+        db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
     if (!q->bind(1, hash).step()) return std::nullopt;
     return q->blob(0);
   });

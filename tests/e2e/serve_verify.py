@@ -91,7 +91,8 @@ def main():
     plain_hash = hashlib.sha256(bodies["plain"]).hexdigest()
     db = sqlite3.connect(os.path.join(data, "meta.db"))
     with db:
-        changed = db.execute("UPDATE blob_bytes SET data=? WHERE hash=?",
+        changed = db.execute("UPDATE blob_data SET data=? WHERE id="
+                             "(SELECT data_id FROM blobs WHERE hash=?)",
                              (b"plain 0bject\n", plain_hash)).rowcount
     db.close()
     check_eq("small blob rows altered in meta.db", 1, changed)

@@ -508,7 +508,9 @@ TEST_CASE("multipart: complete writes an ordered manifest, abort frees the parts
   REQUIRE(store->put_part(aborted->upload_id, 2, *small, "etag"));
   const auto path = store->blob_path(*blob);
   REQUIRE(fs::exists(path));
-  const auto small_bytes = "SELECT count(*) FROM blob_bytes WHERE hash='" + small->hash + "'";
+  const auto small_bytes =
+      "SELECT count(*) FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash='" +
+      small->hash + "'";
   CHECK(count_rows(dir.path(), small_bytes) == 1);
   REQUIRE(store->abort_upload(aborted->upload_id));
   CHECK(!fs::exists(path));
@@ -824,7 +826,10 @@ TEST_CASE("small blobs live in the database, written with the row that names the
   const std::string at_bound(static_cast<std::size_t>(k_max_db_blob), 'b');
   const std::string past_bound = at_bound + "!";
   const auto bytes_rows = [&](const std::string& hash) {
-    return count_rows(dir.path(), "SELECT count(*) FROM blob_bytes WHERE hash='" + hash + "'");
+    return count_rows(dir.path(),
+                      "SELECT count(*) FROM blobs b JOIN blob_data d ON d.id=b.data_id "
+                      "WHERE b.hash='" +
+                          hash + "'");
   };
   {
     auto store = open_store(dir.path(), Durability::normal);
@@ -865,6 +870,7 @@ TEST_CASE("small blobs live in the database, written with the row that names the
     CHECK(bytes_rows(small.parts.front().hash) == 0);
     CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE hash='" +
                                      small.parts.front().hash + "'") == 0);
+    CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 1);  // "overwritten"
   }
   // Durable across a restart, and at an older version through a snapshot.
   auto store = open_store(dir.path(), Durability::normal);
@@ -876,6 +882,52 @@ TEST_CASE("small blobs live in the database, written with the row that names the
   put_text(*store, "s", "k", "second");
   CHECK(get_text(*store, "s", "k", snap->version) == "first");
   CHECK(get_text(*store, "s", "k") == "second");
+}
+
+// Data directories from before blob_data kept small blobs' bytes in blob_bytes, by hash: the
+// bytes move on open, and every reference to them still counts.
+TEST_CASE("small blobs' bytes kept by hash move to blob_data on open", "[store]") {
+  TempDir dir;
+  Seq before_second = 0;
+  {
+    auto store = open_store(dir.path());
+    REQUIRE(store->create_bucket("b", false));
+    REQUIRE(store->create_bucket("s", true));
+    put_text(*store, "b", "one", "shared");
+    put_text(*store, "b", "two", "shared");
+    put_text(*store, "s", "k", "first");
+    before_second = store->take_snapshot("s", std::nullopt)->version;
+    put_text(*store, "s", "k", "second");
+  }
+  {  // back to the earlier layout
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path() / "meta.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE blob_bytes(hash TEXT PRIMARY KEY, data BLOB NOT NULL);"
+                         "INSERT INTO blob_bytes SELECT b.hash, d.data FROM blobs b "
+                         "  JOIN blob_data d ON d.id=b.data_id;"
+                         "DROP TABLE blob_data;"
+                         "ALTER TABLE blobs DROP COLUMN data_id;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_bytes") == 3);
+  auto store = open_store(dir.path());
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM sqlite_master WHERE name='blob_bytes'") == 0);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
+  CHECK(get_text(*store, "b", "one") == "shared");
+  CHECK(get_text(*store, "b", "two") == "shared");
+  CHECK(get_text(*store, "s", "k", before_second) == "first");
+  CHECK(get_text(*store, "s", "k") == "second");
+  // The last reference takes the bytes with it; new bytes get rows of their own.
+  REQUIRE(store->delete_object("b", "one"));
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
+  REQUIRE(store->delete_object("b", "two"));
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 2);
+  put_text(*store, "b", "three", "new");
+  CHECK(get_text(*store, "b", "three") == "new");
+  CHECK(get_text(*store, "s", "k", before_second) == "first");
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
 }
 
 TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
@@ -1052,11 +1104,10 @@ TEST_CASE("writes committed together: one that fails undoes only its own changes
                    "(SELECT count(*) FROM versions v WHERE v.blob = b.hash) + "
                    "(SELECT count(*) FROM version_parts p WHERE p.blob = b.hash)") == 0);
   CHECK(count_rows(dir.path(),
-                   "SELECT count(*) FROM blob_bytes WHERE hash NOT IN "
-                   "(SELECT hash FROM blobs)") == 0);
-  CHECK(count_rows(dir.path(),
-                   "SELECT count(*) FROM blobs WHERE size <= " + std::to_string(k_max_db_blob) +
-                       " AND hash NOT IN (SELECT hash FROM blob_bytes)") == 0);
+                   "SELECT count(*) FROM blob_data WHERE id NOT IN "
+                   "(SELECT data_id FROM blobs WHERE data_id IS NOT NULL)") == 0);
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE size <= " +
+                                   std::to_string(k_max_db_blob) + " AND data_id IS NULL") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets WHERE name='taken'") == 1);
 }
 
