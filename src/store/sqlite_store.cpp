@@ -455,7 +455,7 @@ void SqliteStore::run_batch(const std::vector<QueuedWrite*>& batch) {
     sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       auto& ctx = contexts.emplace_back(WriteCtx{*writer_, {}, {}});
-      if (savepoints) writer_->exec("SAVEPOINT queued_write");
+      if (savepoints) writer_->query("SAVEPOINT queued_write")->run();
       try {
         kept[i] = batch[i]->run(ctx);
       } catch (const std::exception& e) {
@@ -465,8 +465,8 @@ void SqliteStore::run_batch(const std::vector<QueuedWrite*>& batch) {
       }
       if (!kept[i]) undone = true;
       if (savepoints) {
-        if (!kept[i]) writer_->exec("ROLLBACK TO queued_write");
-        writer_->exec("RELEASE queued_write");
+        if (!kept[i]) writer_->query("ROLLBACK TO queued_write")->run();
+        writer_->query("RELEASE queued_write")->run();
       }
     }
     if (kept.front() || savepoints) txn.commit();  // else the destructor rolls back
