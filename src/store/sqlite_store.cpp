@@ -259,6 +259,9 @@ void SqliteStore::initialise() {
   // After synchronous, so switching a new file to WAL is already governed by it.
   writer_->exec("PRAGMA journal_mode=WAL");
   writer_->exec("PRAGMA foreign_keys=ON");
+  // Only another process (sqlite3 on meta.db) can hold the write lock: writes wait for it up
+  // to 30 s, inside an S3 client's usual 60 s read timeout, before they fail (500).
+  writer_->exec("PRAGMA busy_timeout=30000");
   writer_->exec("PRAGMA temp_store=MEMORY");
   writer_->exec("PRAGMA cache_size=-16384");
   {
