@@ -95,6 +95,7 @@ struct Exchange {
   std::uint64_t discarded = 0;
   // An injected failure, answered after the delay; or the response a writer thread made.
   std::optional<Response> ready;
+  bool handed_off = false;  // to a writer thread or the store: counted in Impl::unsent
 };
 
 // Whether a request runs on a writer thread (see the top of this file).
@@ -294,14 +295,16 @@ struct HttpServer::Impl {
   // Writer threads: requests that may change the store, each with its connection suspended
   // until its response is ready. Jobs already queued are finished before the threads end.
   // Started requests (Handler::start) hold no thread: `started` counts those whose response
-  // the store's committer has yet to hand back.
+  // the store's committer has yet to hand back. `unsent` counts the requests handed off
+  // either way whose response is not sent yet.
   std::mutex work_mutex;
   std::condition_variable work_wake;
   std::deque<std::function<void()>> work;
   bool work_stop = false;
   std::vector<std::thread> writers;
   unsigned started = 0;
-  std::condition_variable started_done;
+  unsigned unsent = 0;
+  std::condition_variable drained;  // `started` or `unsent` reached 0
 
   Impl(Handler& h, FaultInjector& f, HttpLimits l) : handler(h), faults(f), limits(l) {}
 
@@ -328,7 +331,20 @@ struct HttpServer::Impl {
       writer.join();
     writers.clear();
     std::unique_lock lock(work_mutex);
-    started_done.wait(lock, [this] { return started == 0; });
+    drained.wait(lock, [this] { return started == 0; });
+  }
+
+  // After stop_writers: the responses of writes answered late are queued on connections the
+  // event threads have yet to resume. Waits for them to be sent, up to `grace` (a client that
+  // stops reading does not hold the server).
+  void wait_for_answers(std::chrono::milliseconds grace) {
+    std::unique_lock lock(work_mutex);
+    drained.wait_for(lock, grace, [this] { return unsent == 0; });
+  }
+
+  void answer_sent() {
+    std::lock_guard lock(work_mutex);
+    if (--unsent == 0) drained.notify_all();
   }
 
   // Hands the request to Handler::start, the connection suspended until the store's committer
@@ -339,15 +355,17 @@ struct HttpServer::Impl {
       std::lock_guard lock(work_mutex);
       if (work_stop) return false;
       ++started;
+      ++unsent;
     }
     exchange.phase = Phase::working;
+    exchange.handed_off = true;
     MHD_suspend_connection(connection);
     handler.start(exchange.head, *exchange.admission, std::move(body),
                   [this, connection, &exchange](Response response) {
                     exchange.ready = std::move(response);
                     MHD_resume_connection(connection);  // the exchange is the event thread's again
                     std::lock_guard lock(work_mutex);
-                    if (--started == 0) started_done.notify_all();
+                    if (--started == 0) drained.notify_all();
                   });
     return true;
   }
@@ -358,7 +376,9 @@ struct HttpServer::Impl {
   bool finish_on_writer(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
     std::unique_lock lock(work_mutex);
     if (work_stop) return false;
+    ++unsent;
     exchange.phase = Phase::working;
+    exchange.handed_off = true;
     MHD_suspend_connection(connection);
     work.push_back([this, connection, &exchange, body = std::move(body)]() mutable {
       try {
@@ -733,8 +753,10 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
   using Completed = void (*)(void*, MHD_Connection*, void**, MHD_RequestTerminationCode);
   const Completed completed = [](void* cls, MHD_Connection* connection, void** context,
                                  MHD_RequestTerminationCode) {
+    auto* exchange = static_cast<Exchange*>(*context);
     static_cast<Impl*>(cls)->request_completed(connection);
-    delete static_cast<Exchange*>(*context);  // removes a spooled body that was not adopted
+    if (exchange && exchange->handed_off) static_cast<Impl*>(cls)->answer_sent();
+    delete exchange;  // removes a spooled body that was not adopted
     *context = nullptr;
   };
   using Notify = void (*)(void*, MHD_Connection*, void**, MHD_ConnectionNotificationCode);
@@ -816,8 +838,10 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
     if (!info || info->num_connections == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Before the daemon goes: a writer thread still holds its connection's request.
+  // Before the daemon goes: a writer thread or the store may still hold a connection's request,
+  // and the answers they hand back are sent by the event threads.
   impl.stop_writers();
+  impl.wait_for_answers(grace);
   MHD_stop_daemon(impl.daemon);
   impl.daemon = nullptr;
   if (impl.listen_fd >= 0) ::close(impl.listen_fd);

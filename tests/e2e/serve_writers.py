@@ -10,10 +10,15 @@ directory's meta.db, so every PUT waits in the server. Told by states, not durat
   their event thread would leave the others' requests unread in their sockets;
 - a GET and a HEAD on other connections are answered meanwhile;
 - once the lock is released, every PUT is answered 200 and reads back.
+Then SIGTERM while PUTs wait for the store, the lock held until the server has ended its
+writer threads (after its grace period for open connections): the server answers each PUT
+once it is committed, exits 0, and a server started again on the same directory reads every
+one back.
 """
 
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import sys
@@ -71,8 +76,80 @@ def main():
     work = tempfile.mkdtemp(prefix="tfork-e2e-writers.")
     try:
         writes_wait_reads_go(os.path.join(work, "data"))
+        sigterm_answers_waiting_writes(os.path.join(work, "data"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def wait_for(what, ready, srv, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check(ready(), f"{what}: not within {seconds} s" + srv.log_tail())
+
+
+def thread_names(pid):
+    names = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm", encoding="utf-8") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # the thread ended meanwhile
+    return names
+
+
+def sigterm_answers_waiting_writes(data):
+    srv = TforkServer(data_dir=data).start()
+    s3 = boto3.client("s3", endpoint_url=srv.endpoint, region_name="auto",
+                      aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret_key,
+                      config=Config(s3={"addressing_style": "path"},
+                                    retries={"max_attempts": 1, "mode": "standard"}))
+    urls = [s3.generate_presigned_url("put_object", Params={"Bucket": "writers",
+                                                            "Key": f"at-exit/{i:02d}"})
+            for i in range(PUTS)]
+    port = urllib.parse.urlsplit(srv.endpoint).port
+    proc = srv.proc
+
+    step(f"SIGTERM while {PUTS} PUTs wait for the store's write lock")
+    lock = sqlite3.connect(os.path.join(data, "meta.db"), isolation_level=None, timeout=0)
+    lock.execute("BEGIN IMMEDIATE")
+    socks = []
+    try:
+        socks = [raw_put(url, f"written at exit {i}\n".encode() * 40) for i, url in
+                 enumerate(urls)]
+        wait_for("the server reads every PUT", lambda: unread_requests(port, socks) == 0, srv)
+        check("http-writer" in thread_names(proc.pid), "no thread named http-writer to watch")
+        proc.send_signal(signal.SIGTERM)
+
+        # Past its grace period for open connections, the server ends its writer threads and
+        # then waits for the writes it queued: held here by the lock.
+        wait_for("the server ends its writer threads",
+                 lambda: "http-writer" not in thread_names(proc.pid), srv)
+        check(proc.poll() is None, "the server exited with PUTs still waiting" + srv.log_tail())
+        check(all(unanswered(s) for s in socks), "a PUT was answered before its commit")
+    finally:
+        lock.rollback()
+        lock.close()
+
+    step("the lock is released: every PUT is answered 200, then the server exits 0")
+    for i, sock in enumerate(socks):
+        sock.settimeout(300)
+        answer = sock.recv(4096)
+        sock.close()
+        check(answer.startswith(b"HTTP/1.1 200"), f"PUT {i}: {answer[:200]!r}" + srv.log_tail())
+    check_eq("exit status after SIGTERM", 0, proc.wait(timeout=120))
+    srv.proc = None
+
+    step("started again on the same directory, the server reads every PUT back")
+    with TforkServer(data_dir=data) as again:
+        s3 = boto3.client("s3", endpoint_url=again.endpoint, region_name="auto",
+                          aws_access_key_id=again.access_key,
+                          aws_secret_access_key=again.secret_key,
+                          config=Config(s3={"addressing_style": "path"}))
+        for i in range(PUTS):
+            check_eq(f"at-exit/{i:02d}", f"written at exit {i}\n".encode() * 40,
+                     s3.get_object(Bucket="writers", Key=f"at-exit/{i:02d}")["Body"].read())
 
 
 def writes_wait_reads_go(data):
