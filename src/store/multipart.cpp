@@ -214,17 +214,10 @@ Result<ObjectInfo> SqliteStore::complete_upload(
     const auto seq = insert_version(ctx, *bucket, upload->key, &object);
     remove_upload(ctx, upload_id);
 
-    ObjectInfo info;
-    info.key = upload->key;
-    info.seq = seq.value_or(0);
+    std::int64_t size = 0;
     for (const auto& part : object.parts)
-      info.size += part.size;
-    info.etag = std::move(object.etag);
-    info.content_type = std::move(object.content_type);
-    info.user_meta = std::move(object.user_meta);
-    info.checksums = std::move(object.checksums);
-    info.parts = std::move(object.parts);
-    return info;
+      size += part.size;
+    return written(upload->key, seq, size, object);
   });
 }
 

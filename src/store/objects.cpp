@@ -101,6 +101,20 @@ Result<ObjectInfo> SqliteStore::get_object(std::string_view bucket, std::string_
 
 // ---------------------------------------------------------------- write path
 
+ObjectInfo SqliteStore::written(std::string_view key, std::optional<Seq> seq, std::int64_t size,
+                                NewObject& object) {
+  ObjectInfo info;
+  info.key = std::string(key);
+  info.seq = seq.value_or(0);
+  info.size = size;
+  info.etag = std::move(object.etag);
+  info.content_type = std::move(object.content_type);
+  info.user_meta = std::move(object.user_meta);
+  info.checksums = std::move(object.checksums);
+  info.parts = std::move(object.parts);
+  return info;
+}
+
 void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& blob) {
   bool first = false;
   {
@@ -296,16 +310,7 @@ Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
     }
   }
   const auto seq = insert_version(ctx, *row, key, &object);
-  ObjectInfo info;
-  info.key = std::string(key);
-  info.seq = seq.value_or(0);
-  info.size = total_size(object.parts);
-  info.etag = std::move(object.etag);
-  info.content_type = std::move(object.content_type);
-  info.user_meta = std::move(object.user_meta);
-  info.checksums = std::move(object.checksums);
-  info.parts = std::move(object.parts);
-  return info;
+  return written(key, seq, total_size(object.parts), object);
 }
 
 Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_view key,
@@ -371,16 +376,7 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
       object.checksums = source.checksums;
     }
     const auto seq = insert_version(ctx, *dst, dst_key, &object);
-    ObjectInfo info;
-    info.key = std::string(dst_key);
-    info.seq = seq.value_or(0);
-    info.size = source.size;
-    info.etag = std::move(object.etag);
-    info.content_type = std::move(object.content_type);
-    info.user_meta = std::move(object.user_meta);
-    info.checksums = std::move(object.checksums);
-    info.parts = std::move(object.parts);
-    return info;
+    return written(dst_key, seq, source.size, object);
   });
 }
 

@@ -232,6 +232,9 @@ class SqliteStore final : public Store {
   static std::optional<Found> resolve(sqlite::Db& db, const std::vector<Layer>& layers,
                                       std::string_view key);
   static bool pinned(sqlite::Db& db, std::int64_t bucket_id, Seq from, Seq to);
+  // What a write of `object` as `key` at `seq` answers (its fields are moved out).
+  static ObjectInfo written(std::string_view key, std::optional<Seq> seq, std::int64_t size,
+                            NewObject& object);
   static ObjectInfo object_info(sqlite::Db& db, std::int64_t bucket_id, std::string_view key,
                                 const VersionRow& row);
   static std::vector<BlobRef> version_parts(sqlite::Db& db, std::int64_t bucket_id,

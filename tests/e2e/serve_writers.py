@@ -72,6 +72,15 @@ def unanswered(sock):
         return True
 
 
+def check_answered_200(socks, srv):
+    """Reads each socket's answer (closing it): each must be 200."""
+    for i, sock in enumerate(socks):
+        sock.settimeout(300)
+        answer = sock.recv(4096)
+        sock.close()
+        check(answer.startswith(b"HTTP/1.1 200"), f"PUT {i}: {answer[:200]!r}" + srv.log_tail())
+
+
 def main():
     work = tempfile.mkdtemp(prefix="tfork-e2e-writers.")
     try:
@@ -133,11 +142,7 @@ def sigterm_answers_waiting_writes(data):
         lock.close()
 
     step("the lock is released: every PUT is answered 200, then the server exits 0")
-    for i, sock in enumerate(socks):
-        sock.settimeout(300)
-        answer = sock.recv(4096)
-        sock.close()
-        check(answer.startswith(b"HTTP/1.1 200"), f"PUT {i}: {answer[:200]!r}" + srv.log_tail())
+    check_answered_200(socks, srv)
     check_eq("exit status after SIGTERM", 0, proc.wait(timeout=120))
     srv.proc = None
 
@@ -195,11 +200,7 @@ def writes_wait_reads_go(data):
             lock.close()
 
         step("the lock is released: every PUT is answered 200 and reads back")
-        for i, sock in enumerate(socks):
-            sock.settimeout(300)
-            answer = sock.recv(4096)
-            sock.close()
-            check(answer.startswith(b"HTTP/1.1 200"), f"PUT {i}: {answer[:200]!r}")
+        check_answered_200(socks, srv)
         for i in range(PUTS):
             check_eq(f"waiting/{i:02d}", f"body of PUT {i}\n".encode() * 50,
                      s3.get_object(Bucket="writers", Key=f"waiting/{i:02d}")["Body"].read())
