@@ -6,7 +6,10 @@
 #include "tfork/server/xml_render.hpp"
 
 #include "support.hpp"
+#include <algorithm>
 #include <set>
+#include <thread>
+#include <vector>
 
 using namespace tfork;
 using namespace tfork::server;
@@ -90,4 +93,48 @@ TEST_CASE("unsupported subresources and methods are answered, not guessed", "[se
   const auto location = server.get("/bucket-a?location");
   CHECK(location.status == 200);
   CHECK(test::contains(location.body, "LocationConstraint"));
+}
+
+// Ids come from a generator per thread: threads seeded alike would repeat each other's ids.
+TEST_CASE("request ids are 16 upper-case hex digits, none repeated across threads",
+          "[server][errors]") {
+  constexpr std::size_t threads = 4;
+  constexpr std::size_t per_thread = 20000;
+  std::vector<std::vector<std::string>> ids(threads);
+  {
+    std::vector<std::jthread> workers;
+    for (auto& list : ids)
+      workers.emplace_back([&list] {
+        for (std::size_t i = 0; i < per_thread; ++i)
+          list.push_back(new_request_id());
+      });
+  }
+  std::set<std::string> seen;
+  std::size_t malformed = 0;
+  for (const auto& list : ids) {
+    for (const auto& id : list) {
+      const bool hex = std::ranges::all_of(
+          id, [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); });
+      if (id.size() != 16 || !hex) ++malformed;
+      seen.insert(id);
+    }
+  }
+  CHECK(malformed == 0);
+  CHECK(seen.size() == threads * per_thread);
+}
+
+TEST_CASE("every response has a request id and a host id of its own", "[server][errors]") {
+  test::Server server;
+  const auto first = server.get("/no-such-bucket/k");
+  const auto second = server.get("/no-such-bucket/k");
+  for (const auto* response : {&first, &second}) {
+    REQUIRE(response->header("x-amz-request-id"));
+    REQUIRE(response->header("x-amz-id-2"));
+    CHECK(test::xml_value(response->body, "RequestId") == *response->header("x-amz-request-id"));
+    const auto host_id = crypto::base64_decode(*response->header("x-amz-id-2"));
+    REQUIRE(host_id);
+    CHECK(host_id->size() == 48);
+  }
+  CHECK(*first.header("x-amz-request-id") != *second.header("x-amz-request-id"));
+  CHECK(*first.header("x-amz-id-2") != *second.header("x-amz-id-2"));
 }
