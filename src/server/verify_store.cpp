@@ -103,7 +103,7 @@ std::optional<Error> verify_store(const ServeOptions& options,
   for (const auto& blob : *blobs) {
     // Only a blob small enough can be kept in the database: larger ones cost no query.
     auto in_db = blob.size <= store::k_max_db_blob
-                     ? store.db_blob_bytes(blob.hash)
+                     ? store.db_blob_bytes(blob)
                      : store::Result<std::optional<std::string>>(std::nullopt);
     if (!in_db) {
       return verify_error("StoreUnusable", "cannot read blob " + blob.hash + " in " + dir.string() +

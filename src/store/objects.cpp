@@ -2,13 +2,14 @@
 // Object reads through the fork chain (server-design.md §6.4) and the write path (§6.6).
 
 #include "sqlite_store.hpp"
+#include <stdexcept>
 
 namespace tfork::store {
 
 namespace {
 
 constexpr const char* kVersionColumns =
-    "seq, kind, blob, size, nparts, etag, content_type, user_meta, checksums";
+    "seq, kind, blob, size, nparts, etag, content_type, user_meta, checksums, data_id";
 
 VersionRow version_from(const sqlite::Stmt& s) {
   VersionRow row;
@@ -21,6 +22,7 @@ VersionRow version_from(const sqlite::Stmt& s) {
   row.content_type = s.text(6);
   row.user_meta = s.opt_text(7);
   row.checksums = s.opt_text(8);
+  row.data_id = s.opt_int64(9);
   return row;
 }
 
@@ -81,7 +83,7 @@ ObjectInfo SqliteStore::object_info(sqlite::Db& db, std::int64_t bucket_id, std:
   if (row.nparts > 0) {
     info.parts = version_parts(db, bucket_id, key, row.seq);
   } else if (row.blob) {
-    info.parts.push_back(BlobRef{*row.blob, row.size});
+    info.parts.push_back(BlobRef{*row.blob, row.size, {}, {}, row.data_id});
   }
   return info;
 }
@@ -115,7 +117,13 @@ ObjectInfo SqliteStore::written(std::string_view key, std::optional<Seq> seq, st
   return info;
 }
 
-void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& blob) {
+void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& owned_or_shared) {
+  // Bytes an object owns are shared from here on as a blob of their own (a copy of them).
+  BlobRef blob = owned_or_shared;
+  if (blob.data_id && !blob.bytes) {
+    load_bytes(ctx.db, std::span(&blob, 1));
+    if (!blob.bytes) throw std::runtime_error("the bytes of blob " + blob.hash + " are missing");
+  }
   bool first = false;
   {
     auto q = ctx.db.query(
@@ -148,9 +156,15 @@ void SqliteStore::release_on_commit(WriteCtx& ctx, const BlobRef& blob) {
   if (!blob.bytes) ctx.consumed_pins.push_back(blob.hash);  // only files are pinned
 }
 
-void SqliteStore::load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts) {
+void SqliteStore::load_bytes(sqlite::Db& db, std::span<BlobRef> parts) {
   for (auto& part : parts) {
     if (part.bytes || part.size > k_max_db_blob) continue;
+    if (part.data_id) {
+      auto q = db.query("SELECT data FROM blob_data WHERE id=?1");
+      if (q->bind(1, *part.data_id).step())
+        part.bytes = std::make_shared<const std::string>(q->blob(0));
+      continue;
+    }
     auto q =
         db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
     if (q->bind(1, std::string_view(part.hash)).step())
@@ -181,14 +195,18 @@ void SqliteStore::remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::str
                                  Seq seq) {
   std::optional<std::string> blob;
   std::int64_t nparts = 0;
+  std::optional<std::int64_t> data_id;
   {
-    auto q =
-        ctx.db.query("SELECT blob, nparts FROM versions WHERE bucket_id=?1 AND key=?2 AND seq=?3");
+    auto q = ctx.db.query(
+        "SELECT blob, nparts, data_id FROM versions WHERE bucket_id=?1 AND key=?2 AND seq=?3");
     if (!q->bind(1, bucket_id).bind(2, key).bind(3, seq).step()) return;
     blob = q->opt_text(0);
     nparts = q->int64(1);
+    data_id = q->opt_int64(2);
   }
-  if (nparts > 0) {
+  if (data_id) {
+    ctx.db.query("DELETE FROM blob_data WHERE id=?1")->bind(1, *data_id).run();
+  } else if (nparts > 0) {
     for (const auto& part : version_parts(ctx.db, bucket_id, key, seq))
       drop_ref(ctx, part.hash);
     ctx.db.query("DELETE FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3")
@@ -234,14 +252,32 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
     // One blob is kept in the row itself, unless it is a part with checksums of its own (a
     // one-part multipart upload): those are kept in the manifest.
     const bool inline_blob = parts.size() == 1 && parts.front().checksums.empty();
+    // A small object's one blob (bytes in hand, or owned by the version copied) is owned by
+    // this row: its bytes are written again, and no shared blob is counted.
+    std::optional<std::int64_t> data_id;
+    if (inline_blob && (parts.front().bytes || parts.front().data_id)) {
+      BlobRef blob = parts.front();
+      load_bytes(ctx.db, std::span(&blob, 1));
+      if (blob.bytes) {
+        auto q = ctx.db.query("INSERT INTO blob_data(data) VALUES(?1) RETURNING id");
+        q->bind_blob(1, *blob.bytes).step();
+        data_id = q->int64(0);
+      }
+    }
     auto q = ctx.db.query(
         "INSERT INTO versions(bucket_id, key, seq, kind, blob, size, nparts, etag, "
-        "content_type, user_meta, checksums) VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        "content_type, user_meta, checksums, data_id) "
+        "VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     q->bind(1, bucket.id).bind(2, key).bind(3, seq);
     if (inline_blob) {
       q->bind(4, std::string_view(parts.front().hash));
     } else {
       q->bind_null(4);
+    }
+    if (data_id) {
+      q->bind(11, *data_id);
+    } else {
+      q->bind_null(11);
     }
     const auto user_meta = encode_metadata(object->user_meta);
     const auto checksums = encode_metadata(object->checksums);
@@ -272,8 +308,10 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
             .run();
       }
     }
-    for (const auto& part : parts)
-      add_ref(ctx, part);
+    if (!data_id) {
+      for (const auto& part : parts)
+        add_ref(ctx, part);
+    }
     if (previous && !pinned(ctx.db, bucket.id, previous->seq, seq)) {
       remove_version(ctx, bucket.id, key, previous->seq);
     }

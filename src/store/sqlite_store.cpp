@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS versions(
   content_type TEXT,
   user_meta TEXT,
   checksums TEXT,
+  data_id INTEGER,                             -- the bytes it owns in blob_data (no blobs row)
   PRIMARY KEY(bucket_id, key, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS version_parts(
   bucket_id INTEGER NOT NULL,
@@ -69,9 +70,11 @@ CREATE TABLE IF NOT EXISTS blobs(
   size INTEGER NOT NULL,
   refcnt INTEGER NOT NULL,
   data_id INTEGER) WITHOUT ROWID;              -- its bytes in blob_data; NULL: a file in blobs/
--- The bytes of small blobs (k_max_db_blob), apart from the refcounts: a count changes often
--- and must not rewrite the bytes. Keyed by an integer, so a new blob's bytes go at the end of
--- the table, not into a random page of an index by hash (one page fewer written per PUT).
+-- The bytes of small blobs (k_max_db_blob): of a shared blob (blobs.data_id, apart from its
+-- refcount, which changes often and must not rewrite the bytes), or owned by the one version
+-- of a small object (versions.data_id: no blobs row, whose page sits at a random place in the
+-- index by hash, to write for its PUT and again for its overwrite). Keyed by an integer, so
+-- new bytes go at the end of the table.
 CREATE TABLE IF NOT EXISTS blob_data(
   id INTEGER PRIMARY KEY,
   data BLOB NOT NULL);
@@ -161,6 +164,13 @@ void migrate_blob_data(sqlite::Db& db) {
   db.exec(
       "UPDATE blobs SET data_id=(SELECT rowid FROM blob_bytes WHERE blob_bytes.hash=blobs.hash)");
   db.exec("DROP TABLE blob_bytes");
+}
+
+// Data directories made before a small object owned its bytes: their versions name shared
+// blobs, as they still may.
+void migrate_version_data(sqlite::Db& db) {
+  auto q = db.query("SELECT 1 FROM pragma_table_info('versions') WHERE name='data_id'");
+  if (!q->step()) db.exec("ALTER TABLE versions ADD COLUMN data_id INTEGER");
 }
 
 BucketRow bucket_from(const sqlite::Stmt& s) {
@@ -270,6 +280,7 @@ void SqliteStore::initialise() {
     migrate_key_roles(*writer_);
     migrate_part_checksums(*writer_);
     migrate_blob_data(*writer_);
+    migrate_version_data(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();
@@ -925,21 +936,26 @@ fs::path SqliteStore::blob_path(const BlobRef& blob) const {
   return blobs_.path_of(blob.hash);
 }
 
-Result<std::optional<std::string>> SqliteStore::db_blob_bytes(std::string_view hash) {
+Result<std::optional<std::string>> SqliteStore::db_blob_bytes(const BlobRef& blob) {
   return read([&](sqlite::Db& db) -> Result<std::optional<std::string>> {
-    auto q =
-        db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
-    if (!q->bind(1, hash).step()) return std::nullopt;
-    return q->blob(0);
+    std::vector<BlobRef> one{blob};
+    load_bytes(db, one);
+    if (!one.front().bytes) return std::nullopt;
+    return *one.front().bytes;
   });
 }
 
 Result<std::vector<BlobRef>> SqliteStore::list_blobs() {
   return read([&](sqlite::Db& db) -> Result<std::vector<BlobRef>> {
     std::vector<BlobRef> blobs;
-    auto q = db.query("SELECT hash, size FROM blobs ORDER BY hash");
+    {
+      auto q = db.query("SELECT hash, size FROM blobs ORDER BY hash");
+      while (q->step())
+        blobs.push_back(BlobRef{q->text(0), q->int64(1)});
+    }
+    auto q = db.query("SELECT blob, size, data_id FROM versions WHERE data_id IS NOT NULL");
     while (q->step())
-      blobs.push_back(BlobRef{q->text(0), q->int64(1)});
+      blobs.push_back(BlobRef{q->text(0), q->int64(1), {}, {}, q->int64(2)});
     return blobs;
   });
 }

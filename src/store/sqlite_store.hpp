@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -73,6 +74,7 @@ struct VersionRow {
   std::string content_type;
   std::optional<std::string> user_meta;  // encoded
   std::optional<std::string> checksums;  // encoded
+  std::optional<std::int64_t> data_id;   // the bytes it owns in blob_data
 };
 
 // A visible version and the layer (bucket) that holds it.
@@ -132,7 +134,7 @@ class SqliteStore final : public Store {
   Result<BlobRef> write_blob(std::string_view content) override;
   std::filesystem::path blob_path(const BlobRef& blob) const override;
   Result<std::vector<BlobRef>> list_blobs() override;
-  Result<std::optional<std::string>> db_blob_bytes(std::string_view hash) override;
+  Result<std::optional<std::string>> db_blob_bytes(const BlobRef& blob) override;
   std::filesystem::path tmp_dir() const override;
   Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                              std::string_view sha256_hex) override;
@@ -254,7 +256,7 @@ class SqliteStore final : public Store {
   // Releases the write pin of `blob`'s file once the transaction ends.
   static void release_on_commit(WriteCtx& ctx, const BlobRef& blob);
   // Fills the bytes of the parts kept in the database.
-  static void load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts);
+  static void load_bytes(sqlite::Db& db, std::span<BlobRef> parts);
   // Removes one version row and its parts, dropping their blob references.
   static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
 

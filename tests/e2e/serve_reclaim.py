@@ -73,11 +73,13 @@ def fill(client, bucket, count):
 
 
 def stored_blobs(data):
-    """Blobs the store records (small ones live in meta.db, larger ones in files): read
-    beside the running server, as WAL allows."""
+    """Contents the store keeps: small ones' bytes in meta.db (an object's own, or a shared
+    blob's), larger ones in files (shared blobs without bytes in meta.db). Read beside the
+    running server, as WAL allows."""
     db = sqlite3.connect(f"file:{os.path.join(data, 'meta.db')}?mode=ro", uri=True, timeout=30)
     try:
-        return db.execute("SELECT count(*) FROM blobs").fetchone()[0]
+        return db.execute("SELECT (SELECT count(*) FROM blob_data) + "
+                          "(SELECT count(*) FROM blobs WHERE data_id IS NULL)").fetchone()[0]
     finally:
         db.close()
 

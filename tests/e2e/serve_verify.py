@@ -51,7 +51,8 @@ def main():
                       aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret_key,
                       config=Config(s3={"addressing_style": "path"}))
     s3.create_bucket(Bucket="scrub")
-    # "plain" is kept in the metadata database (small), "other" in a blob file.
+    # "plain" owns its bytes in the metadata database (small), "other" is a blob file; the
+    # parts of "multi" are shared blobs, the last one small (its bytes in the database too).
     bodies = {"plain": b"plain object\n", "other": os.urandom(64 * 1024)}
     for key, body in bodies.items():
         s3.put_object(Bucket="scrub", Key=key, Body=body)
@@ -78,7 +79,7 @@ def main():
              [line.split(" (")[0] for line in clean.stdout.splitlines()])
     check(clean.stdout.rstrip().endswith(": 0 corrupt, 0 missing"), f"stdout: {clean.stdout!r}")
 
-    step("a blob altered on disk, one removed, one altered in the database: a line each, exit 1")
+    step("a blob altered on disk, one removed, two altered in the database: a line each, exit 1")
     altered = blob_file(data, parts[0])
     os.chmod(altered, 0o600)
     with open(altered, "r+b") as f:
@@ -89,28 +90,34 @@ def main():
     removed = blob_file(data, bodies["other"])
     os.remove(removed)
     plain_hash = hashlib.sha256(bodies["plain"]).hexdigest()
+    part_hash = hashlib.sha256(parts[1]).hexdigest()
     db = sqlite3.connect(os.path.join(data, "meta.db"))
     with db:
-        changed = db.execute("UPDATE blob_data SET data=? WHERE id="
-                             "(SELECT data_id FROM blobs WHERE hash=?)",
-                             (b"plain 0bject\n", plain_hash)).rowcount
+        owned = db.execute("UPDATE blob_data SET data=? WHERE id="
+                           "(SELECT data_id FROM versions WHERE blob=?)",
+                           (b"plain 0bject\n", plain_hash)).rowcount
+        shared = db.execute("UPDATE blob_data SET data=? WHERE id="
+                            "(SELECT data_id FROM blobs WHERE hash=?)",
+                            (b"last p4rt", part_hash)).rowcount
     db.close()
-    check_eq("small blob rows altered in meta.db", 1, changed)
+    check_eq("small bytes an object owns altered in meta.db", 1, owned)
+    check_eq("small bytes of a shared part altered in meta.db", 1, shared)
     bad = verify(srv, data)
     check_eq("exit status with a bad blob", 1, bad.returncode)
     lines = bad.stdout.splitlines()
-    check_eq("lines printed", 4, len(lines))
+    check_eq("lines printed", 5, len(lines))
     altered_hash = hashlib.sha256(parts[0]).hexdigest()
     removed_hash = hashlib.sha256(bodies["other"]).hexdigest()
     check(any(line.startswith(f"corrupt {altered_hash}: ") for line in lines),
           f"no line for the altered blob: {lines}")
     check(any(line.startswith(f"missing {removed_hash}: ") for line in lines),
           f"no line for the removed blob: {lines}")
-    check(any(line.startswith(f"corrupt {plain_hash}: ") and "meta.db" in line for line in lines),
-          f"no line for the blob altered in the database: {lines}")
+    for name, digest in (("object's own bytes", plain_hash), ("shared part", part_hash)):
+        check(any(line.startswith(f"corrupt {digest}: ") and "meta.db" in line for line in lines),
+              f"no line for the {name} altered in the database: {lines}")
     check(lines[-1].startswith("verified 4 blobs") and lines[-1].endswith(
-        ": 2 corrupt, 1 missing"), f"summary: {lines[-1]!r}")
-    check("3 of 4 blobs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+        ": 3 corrupt, 1 missing"), f"summary: {lines[-1]!r}")
+    check("4 of 4 blobs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
           f"stderr: {bad.stderr!r}")
     check(os.path.exists(altered), "--verify removed the corrupt blob")
 

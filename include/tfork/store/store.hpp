@@ -14,8 +14,10 @@
 // * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
 //   that names them. A blob of at most k_max_db_blob bytes is kept in the metadata database,
 //   in the transaction of the row that first names it: no file, no fsync, and never a row
-//   without its bytes. Its BlobRef carries the bytes (from write_blob, adopt_blob and
-//   get_object alike). A larger blob is an immutable file; stream it from blob_path() with no
+//   without its bytes. An object of one such blob owns its bytes (no reference count, no
+//   sharing: a copy copies at most k_max_db_blob bytes); parts of multipart objects and
+//   uploads share theirs by hash. Its BlobRef carries the bytes (from write_blob, adopt_blob
+//   and get_object alike). A larger blob is an immutable file; stream it from blob_path() with no
 //   lock held. The file is unlinked once no row names it (an overwrite in a regular bucket, a
 //   deleted fork), so open every part right after get_object (an open file stays readable)
 //   and, if one is already gone (ENOENT), call get_object again: the newer state is consistent.
@@ -116,6 +118,8 @@ struct BlobRef {
   Metadata checksums{};
   // The content of a blob kept in the database (see k_max_db_blob); null for a blob file.
   std::shared_ptr<const std::string> bytes{};
+  // Set when the bytes belong to one object version (its row's data_id), not to a shared blob.
+  std::optional<std::int64_t> data_id{};
 };
 
 struct ObjectInfo {
@@ -239,11 +243,11 @@ class Store {
   virtual Result<BlobRef> write_blob(std::string_view content) = 0;
   // The file of a blob without `bytes`.
   virtual std::filesystem::path blob_path(const BlobRef& blob) const = 0;
-  // Every blob the store records (hash and size, no bytes), by hash: what `tfork serve
-  // --verify` checks.
+  // Every blob the store records (hash and size, no bytes): the shared ones by hash, then the
+  // bytes objects own (with data_id). What `tfork serve --verify` checks.
   virtual Result<std::vector<BlobRef>> list_blobs() = 0;
   // The bytes of a blob kept in the database; nullopt when the blob is a file (or unknown).
-  virtual Result<std::optional<std::string>> db_blob_bytes(std::string_view hash) = 0;
+  virtual Result<std::optional<std::string>> db_blob_bytes(const BlobRef& blob) = 0;
 
   // ---- objects
   virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,

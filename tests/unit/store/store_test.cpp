@@ -240,12 +240,13 @@ TEST_CASE("bucket names are reusable after delete", "[store]") {
   CHECK((*buckets)[1].name == "n");
 }
 
+// Above k_max_db_blob; a small object's copy copies its bytes (the test of small blobs).
 TEST_CASE("copy_object is O(1): the new version names the same blob", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path());
   REQUIRE(store->create_bucket("a", true));
   REQUIRE(store->create_bucket("b", false));
-  const auto original = put_text(*store, "a", "src", "payload");
+  const auto original = put_text(*store, "a", "src", file_sized("payload"));
   put_text(*store, "a", "src", "payload-v2");
   const std::size_t files = count_blob_files(dir.path());
 
@@ -259,7 +260,7 @@ TEST_CASE("copy_object is O(1): the new version names the same blob", "[store]")
   CHECK(count_blob_files(dir.path()) == files);
   auto got = store->get_object("b", "dst");
   REQUIRE(got);
-  CHECK(content_of(*store, *got) == "payload");
+  CHECK(content_of(*store, *got) == file_sized("payload"));
   CHECK(got->content_type == "application/x-new");
   CHECK(got->user_meta == Metadata{{"color", "blue"}});
   CHECK(count_rows(dir.path(), "SELECT refcnt FROM blobs WHERE hash='" +
@@ -825,11 +826,15 @@ TEST_CASE("small blobs live in the database, written with the row that names the
   TempDir dir;
   const std::string at_bound(static_cast<std::size_t>(k_max_db_blob), 'b');
   const std::string past_bound = at_bound + "!";
-  const auto bytes_rows = [&](const std::string& hash) {
+  // Bytes owned by versions, and bytes of shared blobs, of one content.
+  const auto owned_rows = [&](const std::string& hash) {
     return count_rows(dir.path(),
-                      "SELECT count(*) FROM blobs b JOIN blob_data d ON d.id=b.data_id "
-                      "WHERE b.hash='" +
+                      "SELECT count(*) FROM versions v JOIN blob_data d ON d.id=v.data_id "
+                      "WHERE v.blob='" +
                           hash + "'");
+  };
+  const auto shared_rows = [&](const std::string& hash) {
+    return count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE hash='" + hash + "'");
   };
   {
     auto store = open_store(dir.path(), Durability::normal);
@@ -842,39 +847,66 @@ TEST_CASE("small blobs live in the database, written with the row that names the
     CHECK(*unused->bytes == "never put");
     CHECK(unused->hash == crypto::sha256_hex("never put"));
     CHECK(!fs::exists(store->blob_path(*unused)));
-    CHECK(bytes_rows(unused->hash) == 0);
+    CHECK(owned_rows(unused->hash) == 0);
+    CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 0);
 
-    // At the bound in the database; one byte more is a file.
+    // At the bound, the object owns its bytes in the database (no shared blob row to write);
+    // one byte more is a shared file.
     const auto small = put_text(*store, "b", "small", at_bound);
     const auto large = put_text(*store, "b", "large", past_bound);
-    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    const auto& hash = small.parts.front().hash;
+    CHECK(owned_rows(hash) == 1);
+    CHECK(shared_rows(hash) == 0);
     CHECK(!fs::exists(store->blob_path(small.parts.front())));
-    CHECK(bytes_rows(large.parts.front().hash) == 0);
+    CHECK(owned_rows(large.parts.front().hash) == 0);
+    CHECK(shared_rows(large.parts.front().hash) == 1);
     CHECK(fs::exists(store->blob_path(large.parts.front())));
 
-    // A read carries the bytes of the version it resolved.
+    // A read carries the bytes of the version it resolved, and where they are kept.
     auto read = store->get_object("b", "small");
     REQUIRE(read);
     REQUIRE(read->parts.front().bytes);
     CHECK(*read->parts.front().bytes == at_bound);
-    CHECK(store->db_blob_bytes(small.parts.front().hash).value() == at_bound);
-    CHECK(!store->db_blob_bytes(large.parts.front().hash).value());
+    REQUIRE(read->parts.front().data_id);
+    const BlobRef owned{hash, k_max_db_blob, {}, {}, read->parts.front().data_id};
+    CHECK(store->db_blob_bytes(owned).value() == at_bound);
+    const BlobRef file{large.parts.front().hash, large.parts.front().size};
+    CHECK(!store->db_blob_bytes(file).value());
 
-    // Shared content is stored once; the bytes go with the last reference.
+    // Equal content is not shared below the bound: each object owns a copy, and its bytes go
+    // with it. A CopyObject copies them.
     const auto twin = put_text(*store, "b", "twin", at_bound);
-    CHECK(twin.parts.front().hash == small.parts.front().hash);
-    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    CHECK(twin.parts.front().hash == hash);
+    CHECK(owned_rows(hash) == 2);
+    auto copy = store->copy_object("b", "twin", std::nullopt, "b", "copy", std::nullopt);
+    REQUIRE(copy);
+    CHECK(copy->parts.front().hash == hash);
+    CHECK(owned_rows(hash) == 3);
     REQUIRE(store->delete_object("b", "small"));
-    CHECK(bytes_rows(small.parts.front().hash) == 1);
+    CHECK(owned_rows(hash) == 2);
     put_text(*store, "b", "twin", "overwritten");  // a regular bucket keeps no old version
-    CHECK(bytes_rows(small.parts.front().hash) == 0);
-    CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE hash='" +
-                                     small.parts.front().hash + "'") == 0);
+    CHECK(owned_rows(hash) == 1);
+    CHECK(get_text(*store, "b", "copy") == at_bound);
+    REQUIRE(store->delete_object("b", "copy"));
+    CHECK(owned_rows(hash) == 0);
+    CHECK(shared_rows(hash) == 0);
     CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 1);  // "overwritten"
+
+    // Parts are shared by hash, whatever their size: a one-part upload of small content.
+    auto upload = store->create_upload("b", "multi", {});
+    REQUIRE(upload);
+    auto part = store->write_blob("one small part");
+    REQUIRE(part);
+    REQUIRE(store->put_part(upload->upload_id, 1, *part, crypto::to_hex(crypto::md5("x"))));
+    REQUIRE(store->complete_upload(upload->upload_id, {{1, crypto::to_hex(crypto::md5("x"))}}));
+    CHECK(shared_rows(part->hash) == 1);
+    CHECK(owned_rows(part->hash) == 0);
+    CHECK(get_text(*store, "b", "multi") == "one small part");
   }
   // Durable across a restart, and at an older version through a snapshot.
   auto store = open_store(dir.path(), Durability::normal);
   CHECK(get_text(*store, "b", "twin") == "overwritten");
+  CHECK(get_text(*store, "b", "multi") == "one small part");
   REQUIRE(store->create_bucket("s", true));
   put_text(*store, "s", "k", "first");
   auto snap = store->take_snapshot("s", std::nullopt);
@@ -882,11 +914,20 @@ TEST_CASE("small blobs live in the database, written with the row that names the
   put_text(*store, "s", "k", "second");
   CHECK(get_text(*store, "s", "k", snap->version) == "first");
   CHECK(get_text(*store, "s", "k") == "second");
+  // Deleting the bucket takes the bytes its versions owned with them.
+  REQUIRE(store->delete_bucket("s", true));
+  store->wait_for_reclaims();
+  CHECK(owned_rows(crypto::sha256_hex("first")) == 0);
+  CHECK(count_rows(
+            dir.path(),
+            "SELECT count(*) FROM blob_data WHERE CAST(data AS TEXT) IN ('first', 'second')") == 0);
 }
 
-// Data directories from before blob_data kept small blobs' bytes in blob_bytes, by hash: the
-// bytes move on open, and every reference to them still counts.
-TEST_CASE("small blobs' bytes kept by hash move to blob_data on open", "[store]") {
+// Data directories from before blob_data kept small blobs' bytes in blob_bytes, by hash, and
+// every object's blob was shared and counted: the bytes move on open, the objects keep naming
+// the shared blobs, and every reference to them still counts.
+TEST_CASE("small blobs kept by hash in earlier layouts are read, counted and freed after open",
+          "[store]") {
   TempDir dir;
   Seq before_second = 0;
   {
@@ -899,10 +940,15 @@ TEST_CASE("small blobs' bytes kept by hash move to blob_data on open", "[store]"
     before_second = store->take_snapshot("s", std::nullopt)->version;
     put_text(*store, "s", "k", "second");
   }
-  {  // back to the earlier layout
+  {  // back to the earlier layout: shared, counted blobs, their bytes by hash
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open((dir.path() / "meta.db").c_str(), &db) == SQLITE_OK);
     REQUIRE(sqlite3_exec(db,
+                         "INSERT INTO blobs(hash, size, refcnt, data_id) "
+                         "  SELECT blob, size, count(*), min(data_id) FROM versions "
+                         "  WHERE data_id IS NOT NULL GROUP BY blob;"
+                         "DELETE FROM blob_data WHERE id NOT IN (SELECT data_id FROM blobs);"
+                         "ALTER TABLE versions DROP COLUMN data_id;"
                          "CREATE TABLE blob_bytes(hash TEXT PRIMARY KEY, data BLOB NOT NULL);"
                          "INSERT INTO blob_bytes SELECT b.hash, d.data FROM blobs b "
                          "  JOIN blob_data d ON d.id=b.data_id;"
@@ -912,7 +958,10 @@ TEST_CASE("small blobs' bytes kept by hash move to blob_data on open", "[store]"
     sqlite3_close(db);
   }
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_bytes") == 3);
+  CHECK(count_rows(dir.path(), "SELECT refcnt FROM blobs WHERE hash='" +
+                                   crypto::sha256_hex("shared") + "'") == 2);
   auto store = open_store(dir.path());
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions WHERE data_id IS NOT NULL") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM sqlite_master WHERE name='blob_bytes'") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
   CHECK(get_text(*store, "b", "one") == "shared");
@@ -924,10 +973,16 @@ TEST_CASE("small blobs' bytes kept by hash move to blob_data on open", "[store]"
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
   REQUIRE(store->delete_object("b", "two"));
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 2);
-  put_text(*store, "b", "three", "new");
+  put_text(*store, "b", "three", "new");  // owns its bytes, as any new small object
   CHECK(get_text(*store, "b", "three") == "new");
+  CHECK(count_rows(dir.path(), "SELECT count(*) FROM versions WHERE data_id IS NOT NULL") == 1);
   CHECK(get_text(*store, "s", "k", before_second) == "first");
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blob_data") == 3);
+  // A copy of an object in the earlier layout shares its blob, as it did then.
+  REQUIRE(store->copy_object("s", "k", std::nullopt, "b", "copied", std::nullopt));
+  CHECK(count_rows(dir.path(), "SELECT refcnt FROM blobs WHERE hash='" +
+                                   crypto::sha256_hex("second") + "'") == 2);
+  CHECK(get_text(*store, "b", "copied") == "second");
 }
 
 TEST_CASE("open sweeps tmp/ and orphan blob files", "[store]") {
@@ -1097,15 +1152,22 @@ TEST_CASE("writes committed together: one that fails undoes only its own changes
       }
     }
   }
-  // No reference leaked from an undone write: each blob is counted by exactly the rows that
-  // name it, and each small blob's bytes exist once.
+  // No reference leaked from an undone write: each shared blob is counted by exactly the rows
+  // that name it, and small bytes belong to one shared blob or one version, never to none.
   CHECK(count_rows(dir.path(),
                    "SELECT count(*) FROM blobs b WHERE refcnt != "
-                   "(SELECT count(*) FROM versions v WHERE v.blob = b.hash) + "
-                   "(SELECT count(*) FROM version_parts p WHERE p.blob = b.hash)") == 0);
+                   "(SELECT count(*) FROM versions v WHERE v.blob = b.hash AND v.data_id IS NULL)"
+                   " + (SELECT count(*) FROM version_parts p WHERE p.blob = b.hash)") == 0);
   CHECK(count_rows(dir.path(),
                    "SELECT count(*) FROM blob_data WHERE id NOT IN "
-                   "(SELECT data_id FROM blobs WHERE data_id IS NOT NULL)") == 0);
+                   "(SELECT data_id FROM blobs WHERE data_id IS NOT NULL UNION ALL "
+                   " SELECT data_id FROM versions WHERE data_id IS NOT NULL)") == 0);
+  CHECK(count_rows(dir.path(),
+                   "SELECT count(*) FROM (SELECT data_id FROM versions WHERE data_id IS NOT NULL "
+                   "GROUP BY data_id HAVING count(*) > 1)") == 0);
+  CHECK(count_rows(dir.path(),
+                   "SELECT count(*) FROM versions v WHERE data_id IS NOT NULL AND "
+                   "NOT EXISTS (SELECT 1 FROM blob_data d WHERE d.id = v.data_id)") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM blobs WHERE size <= " +
                                    std::to_string(k_max_db_blob) + " AND data_id IS NULL") == 0);
   CHECK(count_rows(dir.path(), "SELECT count(*) FROM buckets WHERE name='taken'") == 1);
