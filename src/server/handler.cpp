@@ -158,10 +158,6 @@ Response iam_message_error(const S3Error& error, const Request& request) {
   return response;
 }
 
-}  // namespace
-
-namespace {
-
 // Request ids must be unique, not secret. Each thread draws its seed once from OpenSSL and then
 // steps splitmix64: a draw from RAND_bytes checks the process id first, a system call per
 // response that cost about 1% of a small PUT's CPU.

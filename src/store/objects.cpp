@@ -117,13 +117,11 @@ ObjectInfo SqliteStore::written(std::string_view key, std::optional<Seq> seq, st
   return info;
 }
 
-void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& owned_or_shared) {
+void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& blob) {
   // Bytes an object owns are shared from here on as a blob of their own (a copy of them).
-  BlobRef blob = owned_or_shared;
-  if (blob.data_id && !blob.bytes) {
-    load_bytes(ctx.db, std::span(&blob, 1));
-    if (!blob.bytes) throw std::runtime_error("the bytes of blob " + blob.hash + " are missing");
-  }
+  const auto bytes = blob.data_id ? bytes_of(ctx.db, blob) : blob.bytes;
+  if (blob.data_id && !bytes)
+    throw std::runtime_error("the bytes of blob " + blob.hash + " are missing");
   bool first = false;
   {
     auto q = ctx.db.query(
@@ -132,11 +130,11 @@ void SqliteStore::add_ref(WriteCtx& ctx, const BlobRef& owned_or_shared) {
     first = q->bind(1, std::string_view(blob.hash)).bind(2, blob.size).step() && q->int64(0) == 1;
   }
   // A blob still named by a row keeps the form it was first stored in.
-  if (first && blob.bytes) {
+  if (first && bytes) {
     std::int64_t data_id = 0;
     {
       auto q = ctx.db.query("INSERT INTO blob_data(data) VALUES(?1) RETURNING id");
-      q->bind_blob(1, *blob.bytes).step();
+      q->bind_blob(1, *bytes).step();
       data_id = q->int64(0);
     }
     ctx.db.query("UPDATE blobs SET data_id=?2 WHERE hash=?1")
@@ -156,20 +154,22 @@ void SqliteStore::release_on_commit(WriteCtx& ctx, const BlobRef& blob) {
   if (!blob.bytes) ctx.consumed_pins.push_back(blob.hash);  // only files are pinned
 }
 
-void SqliteStore::load_bytes(sqlite::Db& db, std::span<BlobRef> parts) {
-  for (auto& part : parts) {
-    if (part.bytes || part.size > k_max_db_blob) continue;
-    if (part.data_id) {
-      auto q = db.query("SELECT data FROM blob_data WHERE id=?1");
-      if (q->bind(1, *part.data_id).step())
-        part.bytes = std::make_shared<const std::string>(q->blob(0));
-      continue;
-    }
-    auto q =
-        db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
-    if (q->bind(1, std::string_view(part.hash)).step())
-      part.bytes = std::make_shared<const std::string>(q->blob(0));
+std::shared_ptr<const std::string> SqliteStore::bytes_of(sqlite::Db& db, const BlobRef& blob) {
+  if (blob.bytes || blob.size > k_max_db_blob) return blob.bytes;
+  if (blob.data_id) {
+    auto q = db.query("SELECT data FROM blob_data WHERE id=?1");
+    if (!q->bind(1, *blob.data_id).step()) return nullptr;
+    return std::make_shared<const std::string>(q->blob(0));
   }
+  auto q =
+      db.query("SELECT d.data FROM blobs b JOIN blob_data d ON d.id=b.data_id WHERE b.hash=?1");
+  if (!q->bind(1, std::string_view(blob.hash)).step()) return nullptr;
+  return std::make_shared<const std::string>(q->blob(0));
+}
+
+void SqliteStore::load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts) {
+  for (auto& part : parts)
+    part.bytes = bytes_of(db, part);
 }
 
 void SqliteStore::drop_ref(WriteCtx& ctx, std::string_view hash, std::int64_t count) {
@@ -256,11 +256,9 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
     // this row: its bytes are written again, and no shared blob is counted.
     std::optional<std::int64_t> data_id;
     if (inline_blob && (parts.front().bytes || parts.front().data_id)) {
-      BlobRef blob = parts.front();
-      load_bytes(ctx.db, std::span(&blob, 1));
-      if (blob.bytes) {
+      if (const auto bytes = bytes_of(ctx.db, parts.front())) {
         auto q = ctx.db.query("INSERT INTO blob_data(data) VALUES(?1) RETURNING id");
-        q->bind_blob(1, *blob.bytes).step();
+        q->bind_blob(1, *bytes).step();
         data_id = q->int64(0);
       }
     }

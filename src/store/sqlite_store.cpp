@@ -938,10 +938,9 @@ fs::path SqliteStore::blob_path(const BlobRef& blob) const {
 
 Result<std::optional<std::string>> SqliteStore::db_blob_bytes(const BlobRef& blob) {
   return read([&](sqlite::Db& db) -> Result<std::optional<std::string>> {
-    std::vector<BlobRef> one{blob};
-    load_bytes(db, one);
-    if (!one.front().bytes) return std::nullopt;
-    return *one.front().bytes;
+    const auto bytes = bytes_of(db, blob);
+    if (!bytes) return std::nullopt;
+    return *bytes;
   });
 }
 

@@ -20,7 +20,6 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
-#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -255,8 +254,11 @@ class SqliteStore final : public Store {
   bool present(const BlobRef& blob) const;
   // Releases the write pin of `blob`'s file once the transaction ends.
   static void release_on_commit(WriteCtx& ctx, const BlobRef& blob);
+  // The bytes of a blob kept in the database (its own, an object's by data_id, or a shared
+  // blob's by hash); null for a file or a row that is gone.
+  static std::shared_ptr<const std::string> bytes_of(sqlite::Db& db, const BlobRef& blob);
   // Fills the bytes of the parts kept in the database.
-  static void load_bytes(sqlite::Db& db, std::span<BlobRef> parts);
+  static void load_bytes(sqlite::Db& db, std::vector<BlobRef>& parts);
   // Removes one version row and its parts, dropping their blob references.
   static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
 
