@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <cstdio>
+#include <unistd.h>
 
 namespace tfork::cli {
 
@@ -99,6 +101,36 @@ output::Format Context::format() const {
   usage_error("--output / TFORK_OUTPUT must be 'json' or 'table', got '" + value + "'");
 }
 
+output::ProgressMode Context::progress_mode() const {
+  if (options.progress == "json") return output::ProgressMode::json;
+  if (options.quiet || options.no_progress || options.progress == "none")
+    return output::ProgressMode::none;
+  if (options.progress == "plain" || ::isatty(STDERR_FILENO) != 1)
+    return output::ProgressMode::plain;
+  return output::ProgressMode::terminal;
+}
+
+bool Context::progress_for_people() const {
+  const auto mode = progress_mode();
+  return mode == output::ProgressMode::terminal || mode == output::ProgressMode::plain;
+}
+
+output::ProgressSink* Context::progress() {
+  if (!progress_made_) {
+    progress_ = output::make_progress_sink(progress_mode(), stderr);
+    progress_made_ = true;
+  }
+  return progress_.get();
+}
+
+void Context::end_progress() {
+  if (progress_) progress_->close();
+}
+
+workflow::BatchSettings Context::batch_settings() {
+  return {static_cast<std::size_t>(options.concurrency), &interrupted(), progress()};
+}
+
 namespace {
 
 std::string form_decode(std::string_view text) {
@@ -179,14 +211,11 @@ CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {
   // Preparing requests needs no network: a transport that never sends.
   class NoNetwork final : public http::Transport {
    public:
-    http::Result send(const http::Request&) override {
-      return std::unexpected(
-          http::TransportError{http::TransportError::Kind::other, "--dry-run sends nothing", 0});
-    }
-    std::vector<http::Result> send_all(
-        std::span<const http::Request> requests, std::size_t,
-        const std::function<void(std::size_t, const http::Result&)>&) override {
-      return std::vector<http::Result>(requests.size(), send({}));
+    void send_batch(http::Batch& batch, std::size_t) override {
+      while (const auto ready = batch.next())
+        batch.done(ready->id,
+                   std::unexpected(http::TransportError{http::TransportError::Kind::other,
+                                                        "--dry-run sends nothing", 0}));
     }
   } no_network;
   tigris::Client client({cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style, credentials},

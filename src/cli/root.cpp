@@ -98,6 +98,12 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group(group);
   app.add_flag("-q,--quiet", o.quiet, "Only errors on stderr; no progress")->group(group);
   app.add_flag("--no-progress", o.no_progress, "No progress lines on stderr")->group(group);
+  app.add_option("--progress", o.progress,
+                 "Progress on stderr: auto (a live line on a terminal, plain lines elsewhere), "
+                 "plain, json (one event per line, for programs) or none")
+      ->check(one_of("--progress", {"auto", "plain", "json", "none"}))
+      ->type_name("MODE")
+      ->group(group);
   app.add_flag("--no-color", o.no_color, "No colour on stderr (also NO_COLOR)")->group(group);
   app.add_flag("-y,--yes", o.yes, "Do not ask for confirmation")->group(group);
   app.add_flag("--dry-run", o.dry_run,
@@ -136,6 +142,7 @@ void report_error(const Error& error, const Context& context, bool json) {
 // The one road out of a command (cli.md §6): its result on stdout, then its error, if any,
 // on stderr (one JSON object with --output json), and the exit code of that error's kind.
 int finish(CommandResult result, Context& context, const std::string& usage_hint) {
+  context.end_progress();
   auto format = output::Format::table;
   try {
     format = context.format();

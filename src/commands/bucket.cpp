@@ -6,11 +6,10 @@
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
-#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/fork_ops.hpp"
-#include "tfork/workflow/outcome.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -125,77 +124,54 @@ void name_forks(tigris::Client& client, const std::string& bucket, Error& error)
 
 // The buckets are deleted in parallel, each with its own status, in input order (style.md
 // §6). With --force, a HeadBucket first makes sure no fork parent is ever force-deleted, even
-// by a server that would allow it (cli.md §2: force never overrides "has forks").
+// by a server that would allow it (cli.md §2: force never overrides "has forks"): each bucket
+// is one item of the batch runner, HeadBucket → DeleteBucket.
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
-                           std::size_t concurrency, bool progress) {
+                           const workflow::BatchSettings& settings) {
+  using output::Status;
   RemoveResult result;
-  output::Progress line("buckets", options.names.size(), progress);
-  for (const auto& name : options.names)
-    result.buckets.push_back({name, {}});
-
-  std::vector<std::size_t> to_delete;
-  if (options.force) {
-    std::vector<tigris::Operation> heads;
-    for (const auto& name : options.names)
-      heads.push_back(tigris::head_bucket(name));
-    const auto answers = client.send_all(heads, concurrency);
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      auto& item = result.buckets[i].outcome;
-      if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
-        if (bucket_gone(*error)) {
-          item.status = "not-found";
-        } else {
-          item.status = "failed";
-          item.error = std::move(*error);
-        }
-      } else if (tigris::parse_head_bucket(*answers[i]).is_fork_parent) {
-        item.status = "failed";
-        item.error =
-            Error{ErrorKind::conflict,
-                  "BucketHasForks",
-                  "bucket '" + result.buckets[i].bucket + "' has forks; delete the forks first",
-                  409,
-                  {}};
-      } else {
-        to_delete.push_back(i);
-        continue;
-      }
-      line.advance(item.status != "failed");
-    }
-  } else {
-    for (std::size_t i = 0; i < options.names.size(); ++i)
-      to_delete.push_back(i);
+  std::vector<tigris::Operation> first;
+  for (const auto& name : options.names) {
+    result.buckets.push_back({name, {Status::failed, {}}});
+    first.push_back(options.force ? tigris::head_bucket(name)
+                                  : tigris::delete_bucket(name, options.force));
   }
-
-  std::vector<tigris::Operation> deletes;
-  for (auto i : to_delete)
-    deletes.push_back(tigris::delete_bucket(options.names[i], options.force));
-  std::vector<bool> seen(deletes.size(), false);
-  auto on_done = [&](std::size_t j, const http::Result& answer) {
-    seen[j] = true;
-    auto& item = result.buckets[to_delete[j]].outcome;
-    if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
-      if (bucket_gone(*error)) {
-        item.status = "not-found";
-      } else {
-        item.status = "failed";
-        item.error = std::move(*error);
-      }
-    } else {
-      item.status = "deleted";
-    }
-    line.advance(item.status != "failed");
-  };
-  const auto answers = client.send_all(deletes, concurrency, on_done);
-  for (std::size_t j = 0; j < answers.size(); ++j)
-    if (!seen[j]) on_done(j, answers[j]);
-  line.finish();
-
-  // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
-  // that does not tell the two apart); the listing runs for those alone.
-  for (auto& [bucket, outcome] : result.buckets) {
+  std::vector<bool> checked(options.names.size(), !options.force);
+  workflow::BatchRunner runner(client, settings);
+  auto phase = runner.phase("buckets", options.names.size());
+  const auto items =
+      runner.run(&phase, std::move(first), [&](std::size_t i, const http::Result& answer) {
+        auto& item = result.buckets[i];
+        if (!checked[i]) {
+          checked[i] = true;
+          if (auto error = tigris::error_from_result(answer, "HeadBucket")) {
+            if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
+            return workflow::Verdict::done(Status::failed, std::move(*error));
+          }
+          if (tigris::parse_head_bucket(*answer).is_fork_parent)
+            return workflow::Verdict::done(
+                Status::failed,
+                Error{ErrorKind::conflict,
+                      "BucketHasForks",
+                      "bucket '" + item.bucket + "' has forks; delete the forks first",
+                      409,
+                      {}});
+          return workflow::Verdict::then(tigris::delete_bucket(item.bucket, options.force));
+        }
+        if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
+          if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
+          return workflow::Verdict::done(Status::failed, std::move(*error));
+        }
+        return workflow::Verdict::done(Status::deleted);
+      });
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& outcome = result.buckets[i].outcome;
+    outcome = items[i].decided ? items[i].outcome
+                               : output::ItemStatus{Status::failed, workflow::interrupted_error()};
+    // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
+    // that does not tell the two apart); the listing runs for those alone.
     if (outcome.error && outcome.error->kind == ErrorKind::conflict)
-      name_forks(client, bucket, *outcome.error);
+      name_forks(client, result.buckets[i].bucket, *outcome.error);
   }
   return result;
 }
@@ -216,15 +192,14 @@ std::string to_table(const RemoveResult& result) {
 }
 
 std::optional<Error> batch_error(const RemoveResult& result) {
-  std::vector<const Error*> failures;
-  std::vector<std::string> missing;
+  workflow::BatchTally tally;
+  tally.total = result.buckets.size();
   for (const auto& item : result.buckets) {
-    if (item.outcome.error) failures.push_back(&*item.outcome.error);
-    if (item.outcome.status == "not-found") missing.push_back(item.bucket);
+    if (item.outcome.status == output::Status::failed)
+      tally.failures.push_back(&*item.outcome.error);
+    if (item.outcome.status == output::Status::not_found) tally.missing.push_back(item.bucket);
   }
-  if (auto none = workflow::nothing_found_error(missing, result.buckets.size(), "bucket"))
-    return none;
-  return workflow::batch_error(failures, result.buckets.size(), "buckets");
+  return workflow::batch_error(tally, {"buckets", "bucket", "could not be deleted"});
 }
 
 // ---- bucket ls
@@ -495,6 +470,71 @@ std::string to_table(const TreeNode& tree) {
 
 }  // namespace tfork::commands::bucket
 
+namespace tfork::commands::bucket {
+
+cli::CommandResult run_bucket_create(const CreateOptions& options, cli::Context& context) {
+  cli::require_bucket_name(options.name);
+  if (context.options.dry_run) {
+    const tigris::Operation ops[] = {tigris::create_bucket(options.name, options.snapshots)};
+    return context.dry_run(ops);
+  }
+  const auto result = run_bucket_create(context.client(), options);
+  return cli::document(to_json(result), to_table(result));
+}
+
+cli::CommandResult run_bucket_rm(RemoveOptions options, cli::Context& context) {
+  for (const auto& name : options.names)
+    cli::require_bucket_name(name);
+  // A name given twice is deleted once.
+  std::vector<std::string> unique;
+  for (const auto& name : options.names)
+    if (std::ranges::find(unique, name) == unique.end()) unique.push_back(name);
+  options.names = std::move(unique);
+  if (context.options.dry_run) {
+    std::vector<tigris::Operation> ops;
+    for (const auto& name : options.names)
+      ops.push_back(tigris::delete_bucket(name, options.force));
+    return context.dry_run(ops);
+  }
+  const auto result = run_bucket_rm(context.client(), options, context.batch_settings());
+  auto outcome = cli::document(to_json(result), to_table(result));
+  outcome.error = batch_error(result);
+  return outcome;
+}
+
+cli::CommandResult run_bucket_ls(const ListOptions& options, cli::Context& context) {
+  if (options.forks_of) cli::require_bucket_name(*options.forks_of, "--forks-of bucket");
+  if (options.tree) {
+    if (!options.forks_of)
+      usage_error("--tree draws the fork tree of one bucket: name it with --forks-of S");
+    const auto tree = run_bucket_tree(context.client(), *options.forks_of,
+                                      static_cast<std::size_t>(context.options.concurrency));
+    return cli::document(to_json(tree), to_table(tree));
+  }
+  const auto result = run_bucket_ls(context.client(), options.forks_of);
+  auto outcome = cli::document(to_json(result), to_table(result));
+  if (result.buckets.empty())
+    outcome.notice =
+        result.forks_of ? "No forks of bucket " + *result.forks_of + "." : "No buckets.";
+  return outcome;
+}
+
+cli::CommandResult run_bucket_set(const SetOptions& options, cli::Context& context) {
+  cli::require_bucket_name(options.name);
+  const bool on = options.snapshots == "on";
+  if (context.options.dry_run) {
+    const tigris::Operation ops[] = {tigris::set_bucket_type(options.name, on)};
+    return context.dry_run(ops);
+  }
+  const auto result = run_bucket_set(context.client(), options.name, on);
+  return cli::document(
+      output::Json{{"bucket", result.bucket}, {"snapshots_enabled", result.snapshots_enabled}},
+      fmt::format("bucket {}: snapshots {}\n", result.bucket,
+                  result.snapshots_enabled ? "on" : "off"));
+}
+
+}  // namespace tfork::commands::bucket
+
 namespace tfork::commands {
 
 using namespace bucket;
@@ -515,16 +555,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
                    "Enable snapshots and forks (X-Tigris-Enable-Snapshot: true)");
   create->add_flag("--exist-ok", create_options->exist_ok,
                    "An existing bucket you own is success, reported as \"created\": false");
-  cli::on_run(*create, context, [&context, create_options] {
-    cli::require_bucket_name(create_options->name);
-    if (context.options.dry_run) {
-      const tigris::Operation ops[] = {
-          tigris::create_bucket(create_options->name, create_options->snapshots)};
-      return context.dry_run(ops);
-    }
-    const auto result = run_bucket_create(context.client(), *create_options);
-    return cli::document(to_json(result), to_table(result));
-  });
+  cli::on_run(*create, context,
+              [&context, create_options] { return run_bucket_create(*create_options, context); });
 
   auto rm_options = std::make_shared<RemoveOptions>();
   auto* rm = bucket->add_subcommand("rm", "Delete buckets, in parallel (DeleteBucket)");
@@ -539,32 +571,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   rm->add_flag("--force", rm_options->force,
                "Delete the contents too (Tigris-Force-Delete: true); never deletes a bucket "
                "that has forks");
-  cli::on_run(*rm, context, [&context, rm_options] {
-    for (const auto& name : rm_options->names)
-      cli::require_bucket_name(name);
-    // A name given twice is deleted once.
-    std::vector<std::string> unique;
-    for (const auto& name : rm_options->names)
-      if (std::ranges::find(unique, name) == unique.end()) unique.push_back(name);
-    rm_options->names = std::move(unique);
-    if (context.options.dry_run) {
-      std::vector<tigris::Operation> ops;
-      for (const auto& name : rm_options->names)
-        ops.push_back(tigris::delete_bucket(name, rm_options->force));
-      return context.dry_run(ops);
-    }
-    const auto result = run_bucket_rm(context.client(), *rm_options,
-                                      static_cast<std::size_t>(context.options.concurrency),
-                                      context.progress_enabled());
-    auto outcome = cli::document(to_json(result), to_table(result));
-    outcome.error = batch_error(result);
-    return outcome;
-  });
+  cli::on_run(*rm, context, [&context, rm_options] { return run_bucket_rm(*rm_options, context); });
 
-  struct ListOptions {
-    std::optional<std::string> forks_of;
-    bool tree = false;
-  };
   auto ls_options = std::make_shared<ListOptions>();
   auto* ls = bucket->add_subcommand(
       "ls", "List buckets with their fork information (ListBuckets with IncludeForkInfo)");
@@ -578,27 +586,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   ls->add_option("--forks-of", ls_options->forks_of, "List only the forks of this bucket");
   ls->add_flag("--tree", ls_options->tree,
                "Draw the fork tree of the --forks-of bucket: snapshots, forks, forks of forks");
-  cli::on_run(*ls, context, [&context, ls_options] {
-    if (ls_options->forks_of) cli::require_bucket_name(*ls_options->forks_of, "--forks-of bucket");
-    if (ls_options->tree) {
-      if (!ls_options->forks_of)
-        usage_error("--tree draws the fork tree of one bucket: name it with --forks-of S");
-      const auto tree = run_bucket_tree(context.client(), *ls_options->forks_of,
-                                        static_cast<std::size_t>(context.options.concurrency));
-      return cli::document(to_json(tree), to_table(tree));
-    }
-    const auto result = run_bucket_ls(context.client(), ls_options->forks_of);
-    auto outcome = cli::document(to_json(result), to_table(result));
-    if (result.buckets.empty())
-      outcome.notice =
-          result.forks_of ? "No forks of bucket " + *result.forks_of + "." : "No buckets.";
-    return outcome;
-  });
+  cli::on_run(*ls, context, [&context, ls_options] { return run_bucket_ls(*ls_options, context); });
 
-  struct SetOptions {
-    std::string name;
-    std::string snapshots;
-  };
   auto set_options = std::make_shared<SetOptions>();
   auto* set = bucket->add_subcommand("set",
                                      "Change a bucket's settings (the bucket-settings "
@@ -611,19 +600,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   set->add_option("--snapshots", set_options->snapshots, "on or off")
       ->check(cli::one_of("--snapshots", {"on", "off"}))
       ->required();
-  cli::on_run(*set, context, [&context, set_options] {
-    cli::require_bucket_name(set_options->name);
-    const bool on = set_options->snapshots == "on";
-    if (context.options.dry_run) {
-      const tigris::Operation ops[] = {tigris::set_bucket_type(set_options->name, on)};
-      return context.dry_run(ops);
-    }
-    const auto result = run_bucket_set(context.client(), set_options->name, on);
-    return cli::document(
-        output::Json{{"bucket", result.bucket}, {"snapshots_enabled", result.snapshots_enabled}},
-        fmt::format("bucket {}: snapshots {}\n", result.bucket,
-                    result.snapshots_enabled ? "on" : "off"));
-  });
+  cli::on_run(*set, context,
+              [&context, set_options] { return run_bucket_set(*set_options, context); });
 }
 
 }  // namespace tfork::commands

@@ -6,56 +6,67 @@
 
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
+#include "tfork/output/progress.hpp"
 #include "tfork/workflow/agent_env.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 namespace tfork::commands {
 namespace {
 
-struct CreateOptions {
-  std::string source;
-  std::vector<std::string> names;
-  int count = 0;
-  std::string prefix;
-  std::string snapshot;
-  std::optional<std::string> snapshot_name;
-  std::string keys = "editor";
-  std::string manifest;
-  bool keep_partial = false;
-  bool exist_ok = false;
-  bool any_version = false;
-};
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// A path as it would be typed into a shell: quoted only when it has to be.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::ranges::all_of(text, [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '/' || c == '-' || c == '+';
+  });
+  return plain ? text : output::shell_quote(text);
 }
 
-cli::CommandResult run_create(const CreateOptions& options, cli::Context& context) {
-  workflow::ForkCreateRequest request;
-  request.source = options.source;
-  request.names = options.names;
-  request.count = options.count;
-  request.prefix = options.prefix;
-  request.snapshot = options.snapshot;
-  request.any_version = options.any_version;
-  request.snapshot_name = options.snapshot_name;
-  request.keys = options.keys;
-  if (!options.manifest.empty()) request.manifest_path = options.manifest;
-  request.keep_partial = options.keep_partial;
-  request.exist_ok = options.exist_ok;
-  request.concurrency = context.options.concurrency;
-  auto plan = workflow::plan_fork_create(request, unix_ms());
-  plan.progress = context.progress_enabled();
+// How to tear down forks without a manifest: "--source S --prefix P" for P-1…P-N, else the
+// names.
+std::string teardown_words(const workflow::ForkCreatePlan& plan) {
+  const auto& first = plan.names.front();
+  const auto dash = first.rfind('-');
+  const auto prefix = dash == std::string::npos ? std::string() : first.substr(0, dash);
+  const bool numbered = !prefix.empty() && std::ranges::all_of(plan.names, [&](const auto& name) {
+    return name.size() > prefix.size() + 1 && name.starts_with(prefix + "-") &&
+           std::ranges::all_of(name.substr(prefix.size() + 1),
+                               [](unsigned char c) { return std::isdigit(c); });
+  });
+  if (numbered && plan.names.size() > 3)
+    return fmt::format("--source {} --prefix {}", plan.source, prefix);
+  return fmt::format("{}", fmt::join(plan.names, " "));
+}
+
+// The one line a person reads last (issue 26 §1): what was made, where its record is, and the
+// next commands.
+std::string create_summary(const workflow::ForkCreatePlan& plan,
+                           std::chrono::milliseconds elapsed) {
+  const auto own = plan.names.size();
+  const auto line =
+      fmt::format("Created {} fork{} of {}{} in {}", own, own == 1 ? "" : "s", plan.source,
+                  plan.role ? fmt::format(" with {} keys", iam::role_name(*plan.role)) : "",
+                  output::duration_text(elapsed));
+  if (!plan.manifest_path)
+    return fmt::format("{}. When done: tfork teardown {}", line, teardown_words(plan));
+  const auto manifest = shell_word(plan.manifest_path->string());
+  return fmt::format(
+      "{}; manifest {}. Next: tfork fork exec --manifest {} -- COMMAND; when done: tfork "
+      "teardown --manifest {}",
+      line, manifest, manifest, manifest);
+}
+
+cli::CommandResult run_create(const fork::CreateOptions& options, cli::Context& context) {
+  const auto plan = fork::plan_create(options);
   if (plan.manifest_defaulted && !context.options.dry_run) {
     // cli.md §4.4: the keys' secrets are only ever in this file.
     spdlog::warn(
@@ -65,29 +76,19 @@ cli::CommandResult run_create(const CreateOptions& options, cli::Context& contex
   }
 
   if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
-  auto outcome = workflow::run_fork_create(context.client(), plan, cli::interrupted());
+  const auto started = std::chrono::steady_clock::now();
+  auto outcome = workflow::run_fork_create(context.client(), plan, context.batch_settings());
   auto result =
       cli::document(workflow::to_json(outcome.manifest), workflow::to_table(outcome.manifest));
-  if (outcome.exit_code == 0) return result;
-  if (outcome.exit_code == exit_code(ErrorKind::partial)) {
-    const auto failed = std::ranges::count_if(
-        outcome.manifest.forks, [](const auto& fork) { return fork.error.has_value(); });
-    Error error = outcome.error.value_or(Error{});
-    error.message =
-        fmt::format("{} of {} forks failed (kept the others: --keep-partial); first: {}", failed,
-                    outcome.manifest.forks.size(), error.message);
-    error.kind = ErrorKind::partial;
-    error.code = "PartialFailure";
-    result.error = std::move(error);
-    return result;
-  }
-  result.error =
-      outcome.error.value_or(Error{ErrorKind::other, "Failed", "fork create failed", 0, {}});
+  result.error = std::move(outcome.error);
+  if (!result.error && context.progress_for_people())
+    result.notice = create_summary(plan, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::steady_clock::now() - started));
   return result;
 }
 
 void add_fork_create(CLI::App& fork, cli::Context& context) {
-  auto options = std::make_shared<CreateOptions>();
+  auto options = std::make_shared<fork::CreateOptions>();
   auto* command = fork.add_subcommand(
       "create",
       "Snapshot SOURCE once, then create N forks of it and one scoped access key per fork");
@@ -173,6 +174,25 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
 }
 
 }  // namespace
+
+workflow::ForkCreatePlan fork::plan_create(const CreateOptions& options) {
+  workflow::ForkCreateRequest request;
+  request.source = options.source;
+  request.names = options.names;
+  request.count = options.count;
+  request.prefix = options.prefix;
+  request.snapshot = options.snapshot;
+  request.any_version = options.any_version;
+  request.snapshot_name = options.snapshot_name;
+  request.keys = options.keys;
+  if (!options.manifest.empty()) request.manifest_path = options.manifest;
+  request.keep_partial = options.keep_partial;
+  request.exist_ok = options.exist_ok;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return workflow::plan_fork_create(request, now_ms);
+}
 
 void register_fork(CLI::App& root, cli::Context& context) {
   auto* group = root.add_subcommand("fork", "Create, inspect and use forks of a bucket");

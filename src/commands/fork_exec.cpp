@@ -164,51 +164,35 @@ bool kept(const std::string& keep, const workflow::AgentResult& agent) {
   return false;
 }
 
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   const auto agent = agent_command(context);
   if (options.keys == "none") usage_error("run gives each agent a key: --keys none cannot run");
   const auto run_options = exec_options(options.agents);
 
-  // The run's record always exists (cli.md §10: the manifest stays): default
-  // ./<prefix>.manifest.json, the prefix fixed here so that both agree.
-  const auto now = unix_ms();
-  const std::string prefix =
-      options.prefix.empty() ? options.source + "-fork-" + std::to_string(now) : options.prefix;
-  workflow::ForkCreateRequest request;
-  request.source = options.source;
-  request.count = options.count;
-  request.prefix = prefix;
-  request.snapshot = options.snapshot;
-  request.snapshot_name = options.snapshot_name;
-  request.keys = options.keys;
-  request.manifest_path = options.manifest.empty()
-                              ? std::filesystem::path(prefix + ".manifest.json")
-                              : std::filesystem::path(options.manifest);
-  request.concurrency = context.options.concurrency;
-  auto plan = workflow::plan_fork_create(request, now);
-  plan.progress = context.progress_enabled();
+  // The run's record always exists (cli.md §10: the manifest stays): a run mints keys, so
+  // fork create's plan always has a manifest (default ./<prefix>.manifest.json).
+  fork::CreateOptions create;
+  create.source = options.source;
+  create.count = options.count;
+  create.prefix = options.prefix;
+  create.snapshot = options.snapshot;
+  create.snapshot_name = options.snapshot_name;
+  create.keys = options.keys;
+  create.manifest = options.manifest;
+  const auto plan = fork::plan_create(create);
   if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
 
   // From here on, Ctrl-C or SIGTERM at any moment leaves a manifest that `teardown
   // --manifest` finishes: fork create keeps it complete, the agents get the signal, and the
   // run stops before its own teardown.
   StopSignals signals;
-  auto created = workflow::run_fork_create(context.client(), plan, cli::interrupted());
+  auto created = workflow::run_fork_create(context.client(), plan, context.batch_settings());
   const auto manifest_path = *plan.manifest_path;
   auto manifest = created.manifest;
   output::Json document{{"manifest", manifest_path.string()}};
-  if (created.exit_code != 0) {
+  if (created.error) {
     auto result = cli::document(workflow::to_json(manifest), workflow::to_table(manifest));
-    result.error = g_stop_count.load() > 0
-                       ? StopSignals::stop_error()
-                       : created.error.value_or(
-                             Error{ErrorKind::other, "Failed", "fork create failed", 0, {}});
+    result.error = g_stop_count.load() > 0 ? StopSignals::stop_error() : *created.error;
     return result;
   }
 
@@ -247,11 +231,10 @@ cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
     std::erase_if(teardown_plan.targets, [&](const workflow::TeardownTarget& target) {
       return kept_buckets.contains(target.bucket);
     });
-    teardown_plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
     const auto removed =
-        workflow::run_teardown(context.client(), teardown_plan, cli::interrupted());
+        workflow::run_teardown(context.client(), teardown_plan, context.batch_settings());
     document["teardown"] = workflow::to_json(removed);
-    if (removed.exit_code != 0) teardown_error = removed.error;
+    teardown_error = removed.error;
   } else {
     document["teardown"] = nullptr;
   }

@@ -6,6 +6,7 @@
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -26,28 +27,37 @@ output::Json optional_json(const std::optional<std::string>& value) {
 
 // ---- fork head
 
-// One HeadBucket per bucket, in parallel; a 404 is a row with exists:false. Any other
-// failure (auth, network, ...) means the answers cannot be trusted: the first one, in input
-// order, fails the command.
+// One HeadBucket per bucket, in parallel (the batch runner's phase "buckets"); a 404 is a row
+// with exists:false. Any other failure (auth, network, ...) means the answers cannot be
+// trusted: the first one, in input order, fails the command.
 HeadResult run_fork_head(tigris::Client& client, const std::vector<std::string>& buckets,
-                         std::size_t concurrency) {
+                         const workflow::BatchSettings& settings) {
+  using output::Status;
   std::vector<tigris::Operation> operations;
   for (const auto& bucket : buckets)
     operations.push_back(tigris::head_bucket(bucket));
-  const auto answers = client.send_all(operations, concurrency);
   HeadResult result;
-  for (std::size_t i = 0; i < answers.size(); ++i) {
-    HeadRow row{buckets[i], false, {}};
-    if (auto error = tigris::error_from_result(answers[i], "HeadBucket")) {
-      if (error->kind != ErrorKind::not_found) {
-        error->message = fmt::format("{} ({})", error->message, buckets[i]);
-        throw TforkError(std::move(*error));
-      }
-    } else {
-      row.exists = true;
-      row.head = tigris::parse_head_bucket(*answers[i]);
+  for (const auto& bucket : buckets)
+    result.buckets.push_back(HeadRow{bucket, false, {}});
+  workflow::BatchRunner runner(client, settings);
+  auto phase = runner.phase("buckets", buckets.size());
+  const auto items =
+      runner.run(&phase, std::move(operations), [&](std::size_t i, const http::Result& answer) {
+        auto error = tigris::error_from_result(answer, "HeadBucket");
+        if (!error) {
+          result.buckets[i].exists = true;
+          result.buckets[i].head = tigris::parse_head_bucket(*answer);
+          return workflow::Verdict::done(Status::exists);
+        }
+        if (error->kind == ErrorKind::not_found) return workflow::Verdict::done(Status::not_found);
+        return workflow::Verdict::done(Status::failed, std::move(error));
+      });
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].decided) throw TforkError(workflow::interrupted_error());
+    if (auto error = items[i].outcome.error) {
+      error->message = fmt::format("{} ({})", error->message, buckets[i]);
+      throw TforkError(std::move(*error));
     }
-    result.buckets.push_back(std::move(row));
   }
   return result;
 }
@@ -105,7 +115,24 @@ std::optional<Error> missing_error(const HeadResult& result) {
                {}};
 }
 
+cli::CommandResult run_fork_head(const std::vector<std::string>& buckets, cli::Context& context) {
+  for (const auto& bucket : buckets)
+    cli::require_bucket_name(bucket);
+  const auto result = run_fork_head(context.client(), buckets, context.batch_settings());
+  auto outcome = cli::document(to_json(result), to_table(result));
+  outcome.error = missing_error(result);
+  return outcome;
+}
+
 // ---- fork ls
+
+cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context) {
+  cli::require_bucket_name(source);
+  const auto result = run_fork_ls(context.client(), source);
+  auto outcome = cli::document(to_json(result), to_table(result));
+  if (result.forks.empty()) outcome.notice = "No forks of bucket " + result.source + ".";
+  return outcome;
+}
 
 ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
   ListResult result{source, tigris::find_forks(client, source)};
@@ -149,15 +176,7 @@ void add_fork_head(CLI::App& fork, cli::Context& context) {
       "Exit 0 when every bucket exists; 3 when any does not (its row says \"exists\": false)." +
       std::string("\n\n") + head->get_footer());
   head->add_option("BUCKET", *buckets, "Buckets to inspect")->required();
-  cli::on_run(*head, context, [&context, buckets] {
-    for (const auto& bucket : *buckets)
-      cli::require_bucket_name(bucket);
-    const auto result = run_fork_head(context.client(), *buckets,
-                                      static_cast<std::size_t>(context.options.concurrency));
-    auto outcome = cli::document(to_json(result), to_table(result));
-    outcome.error = missing_error(result);
-    return outcome;
-  });
+  cli::on_run(*head, context, [&context, buckets] { return run_fork_head(*buckets, context); });
 }
 
 void add_fork_ls(CLI::App& fork, cli::Context& context) {
@@ -169,13 +188,7 @@ void add_fork_ls(CLI::App& fork, cli::Context& context) {
       "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
       std::string("\n\n") + ls->get_footer());
   ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
-  cli::on_run(*ls, context, [&context, source] {
-    cli::require_bucket_name(*source);
-    const auto result = run_fork_ls(context.client(), *source);
-    auto outcome = cli::document(to_json(result), to_table(result));
-    if (result.forks.empty()) outcome.notice = "No forks of bucket " + result.source + ".";
-    return outcome;
-  });
+  cli::on_run(*ls, context, [&context, source] { return run_fork_ls(*source, context); });
 }
 
 }  // namespace tfork::commands::fork

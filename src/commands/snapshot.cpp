@@ -5,12 +5,11 @@
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
-#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/paging.hpp"
+#include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/duration.hpp"
-#include "tfork/workflow/outcome.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -156,33 +155,30 @@ void check(const RemoveOptions& options) {
 }
 
 RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& options,
-                             std::size_t concurrency, bool progress) {
+                             const workflow::BatchSettings& settings) {
+  using output::Status;
   std::vector<tigris::Operation> operations;
   for (const auto& version : options.versions)
     operations.push_back(tigris::delete_snapshot(options.bucket, version));
   RemoveResult result{options.bucket, {}};
-  for (const auto& version : options.versions)
-    result.versions.push_back({version, {"deleted", std::nullopt}});
-  output::Progress line("snapshots", operations.size(), progress);
-  std::vector<bool> seen(operations.size(), false);
-  auto on_done = [&](std::size_t i, const http::Result& answer) {
-    seen[i] = true;
-    auto& item = result.versions[i];
-    if (auto error = tigris::error_from_result(answer, "DeleteBucketSnapshot")) {
-      // Only an unknown snapshot is "not found"; a missing bucket is a failure (exit 3).
-      if (snapshot_gone(*error)) {
-        item.outcome.status = "not-found";
-      } else {
-        item.outcome.status = "failed";
-        item.outcome.error = std::move(*error);
-      }
-    }
-    line.advance(item.outcome.status != "failed");
-  };
-  const auto answers = client.send_all(operations, concurrency, on_done);
-  for (std::size_t i = 0; i < answers.size(); ++i)
-    if (!seen[i]) on_done(i, answers[i]);
-  line.finish();
+  workflow::BatchRunner runner(client, settings);
+  auto phase = runner.phase("snapshots", operations.size());
+  const auto items = runner.run(
+      &phase, std::move(operations),
+      [](std::size_t, const http::Result& answer) {
+        if (auto error = tigris::error_from_result(answer, "DeleteBucketSnapshot")) {
+          // Only an unknown snapshot is "not found"; a missing bucket is a failure (exit 3).
+          if (snapshot_gone(*error)) return workflow::Verdict::done(Status::not_found);
+          return workflow::Verdict::done(Status::failed, std::move(*error));
+        }
+        return workflow::Verdict::done(Status::deleted);
+      },
+      options.versions);
+  for (std::size_t i = 0; i < items.size(); ++i)
+    result.versions.push_back(
+        {options.versions[i],
+         items[i].decided ? items[i].outcome
+                          : output::ItemStatus{Status::failed, workflow::interrupted_error()}});
   return result;
 }
 
@@ -203,16 +199,15 @@ std::string to_table(const RemoveResult& result) {
 
 // The batch exit rule of cli.md §6 (workflow::batch_error).
 std::optional<Error> batch_error(const RemoveResult& result) {
-  std::vector<const Error*> failures;
-  std::vector<std::string> missing;
+  workflow::BatchTally tally;
+  tally.total = result.versions.size();
   for (const auto& item : result.versions) {
-    if (item.outcome.error) failures.push_back(&*item.outcome.error);
-    if (item.outcome.status == "not-found") missing.push_back(item.version);
+    if (item.outcome.status == output::Status::failed)
+      tally.failures.push_back(&*item.outcome.error);
+    if (item.outcome.status == output::Status::not_found) tally.missing.push_back(item.version);
   }
-  if (auto none = workflow::nothing_found_error(missing, result.versions.size(),
-                                                fmt::format("snapshot of {}", result.bucket)))
-    return none;
-  return workflow::batch_error(failures, result.versions.size(), "snapshots");
+  return workflow::batch_error(
+      tally, {"snapshots", fmt::format("snapshot of {}", result.bucket), "could not be deleted"});
 }
 
 // ---- snapshot prune
@@ -239,8 +234,8 @@ std::optional<std::int64_t> taken_ns(const tigris::Snapshot& snapshot) {
 }  // namespace
 
 PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& options,
-                               std::chrono::system_clock::time_point now, std::size_t concurrency,
-                               bool dry_run, bool progress) {
+                               std::chrono::system_clock::time_point now, bool dry_run,
+                               const workflow::BatchSettings& settings) {
   const auto snapshots = newest_first(tigris::list_all_snapshots(client, options.bucket));
   std::vector<tigris::Snapshot> selected;
   if (options.keep_last) {
@@ -277,16 +272,16 @@ PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& optio
   for (auto& snapshot : selected) {
     PruneItem item{snapshot, count_of(forks, snapshot.version), {}};
     if (options.unused && item.forks.value_or(0) > 0) {
-      item.outcome.status = "kept";
+      item.outcome.status = output::Status::kept;
     } else {
-      item.outcome.status = dry_run ? "would-delete" : "deleted";
+      item.outcome.status = dry_run ? output::Status::would_delete : output::Status::deleted;
       deleted_at.push_back(result.snapshots.size());
       deletes.versions.push_back(snapshot.version);
     }
     result.snapshots.push_back(std::move(item));
   }
   if (dry_run || deletes.versions.empty()) return result;
-  auto removed = run_snapshot_rm(client, deletes, concurrency, progress);
+  auto removed = run_snapshot_rm(client, deletes, settings);
   for (std::size_t i = 0; i < removed.versions.size(); ++i)
     result.snapshots[deleted_at[i]].outcome = std::move(removed.versions[i].outcome);
   return result;
@@ -312,7 +307,7 @@ std::string to_table(const PruneResult& result) {
   for (const auto& item : result.snapshots) {
     const auto& snapshot = item.snapshot;
     auto status = output::status_cell(item.outcome.status);
-    if (item.outcome.status == "kept") status = "kept (forks use it)";
+    if (item.outcome.status == output::Status::kept) status = "kept (forks use it)";
     table.row({snapshot.version, output::cell_or_dash(snapshot.name.value_or("")),
                output::table_time(snapshot.created), count_cell(item.forks), status,
                output::item_error_text(item.outcome)});
@@ -321,14 +316,78 @@ std::string to_table(const PruneResult& result) {
 }
 
 std::optional<Error> batch_error(const PruneResult& result) {
-  std::vector<const Error*> failures;
-  std::size_t deletes = 0;
+  workflow::BatchTally tally;
   for (const auto& item : result.snapshots) {
-    if (item.outcome.status == "kept" || item.outcome.status == "would-delete") continue;
-    ++deletes;
-    if (item.outcome.error) failures.push_back(&*item.outcome.error);
+    if (item.outcome.status == output::Status::kept ||
+        item.outcome.status == output::Status::would_delete)
+      continue;
+    ++tally.total;
+    if (item.outcome.status == output::Status::failed)
+      tally.failures.push_back(&*item.outcome.error);
   }
-  return workflow::batch_error(failures, deletes, "snapshots");
+  return workflow::batch_error(tally, {"snapshots", "snapshot", "could not be deleted"});
+}
+
+}  // namespace tfork::commands::snapshot
+
+namespace tfork::commands::snapshot {
+
+cli::CommandResult run_snapshot_take(const TakeOptions& options, cli::Context& context) {
+  check(options);
+  if (context.options.dry_run) {
+    const tigris::Operation ops[] = {tigris::take_snapshot(options.bucket, options.name)};
+    return context.dry_run(ops);
+  }
+  const auto result = run_snapshot_take(context.client(), options);
+  return cli::document(to_json(result), to_table(result));
+}
+
+cli::CommandResult run_snapshot_ls(const ListOptions& options, cli::Context& context) {
+  cli::require_bucket_name(options.bucket);
+  const auto result = run_snapshot_ls(context.client(), options);
+  auto outcome = cli::document(to_json(result), to_table(result));
+  if (result.snapshots.empty()) outcome.notice = "No snapshots of bucket " + result.bucket + ".";
+  return outcome;
+}
+
+cli::CommandResult run_snapshot_prune(const PruneArguments& arguments, cli::Context& context) {
+  PruneOptions options = arguments.options;
+  options.keep_last = arguments.keep_last;
+  if (!arguments.older_than.empty()) {
+    options.older_than = workflow::parse_duration(arguments.older_than);
+    if (!options.older_than)
+      usage_error("--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d (got '" +
+                  arguments.older_than + "')");
+  }
+  check(options);
+  const auto result =
+      run_snapshot_prune(context.client(), options, std::chrono::system_clock::now(),
+                         context.options.dry_run, context.batch_settings());
+  auto outcome = cli::document(to_json(result), to_table(result));
+  if (result.snapshots.empty())
+    outcome.notice = "Nothing to prune: no snapshot of " + result.bucket + " matches.";
+  else if (result.dry_run)
+    outcome.notice = "Dry run: nothing was deleted.";
+  outcome.error = batch_error(result);
+  return outcome;
+}
+
+cli::CommandResult run_snapshot_rm(RemoveOptions options, cli::Context& context) {
+  check(options);
+  std::vector<std::string> unique;
+  for (const auto& version : options.versions)
+    if (std::ranges::find(unique, version) == unique.end()) unique.push_back(version);
+  options.versions = std::move(unique);
+  if (context.options.dry_run) {
+    std::vector<tigris::Operation> ops;
+    for (const auto& version : options.versions)
+      ops.push_back(tigris::delete_snapshot(options.bucket, version));
+    return context.dry_run(ops);
+  }
+  const auto result = run_snapshot_rm(context.client(), options, context.batch_settings());
+  auto outcome = cli::document(to_json(result), to_table(result));
+  outcome.error = batch_error(result);
+  return outcome;
 }
 
 }  // namespace tfork::commands::snapshot
@@ -347,16 +406,8 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   take->add_option("BUCKET", take_options->bucket, "Bucket to snapshot")->required();
   take->add_option("--name", take_options->name,
                    "Snapshot name (printable ASCII, no ';', no line breaks)");
-  cli::on_run(*take, context, [&context, take_options] {
-    check(*take_options);
-    if (context.options.dry_run) {
-      const tigris::Operation ops[] = {
-          tigris::take_snapshot(take_options->bucket, take_options->name)};
-      return context.dry_run(ops);
-    }
-    const auto result = run_snapshot_take(context.client(), *take_options);
-    return cli::document(to_json(result), to_table(result));
-  });
+  cli::on_run(*take, context,
+              [&context, take_options] { return run_snapshot_take(*take_options, context); });
 
   auto ls_options = std::make_shared<ListOptions>();
   auto* ls = snapshot->add_subcommand(
@@ -364,20 +415,10 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   ls->add_option("BUCKET", ls_options->bucket, "Bucket whose snapshots to list")->required();
   ls->add_option("--limit", ls_options->limit, "List at most N snapshots (the newest)")
       ->check(cli::whole_number("--limit", 1, 1'000'000));
-  cli::on_run(*ls, context, [&context, ls_options] {
-    cli::require_bucket_name(ls_options->bucket);
-    const auto result = run_snapshot_ls(context.client(), *ls_options);
-    auto outcome = cli::document(to_json(result), to_table(result));
-    if (result.snapshots.empty()) outcome.notice = "No snapshots of bucket " + result.bucket + ".";
-    return outcome;
-  });
+  cli::on_run(*ls, context,
+              [&context, ls_options] { return run_snapshot_ls(*ls_options, context); });
 
-  struct PruneArgs {
-    PruneOptions options;
-    std::optional<int> keep_last;
-    std::string older_than;
-  };
-  auto prune_args = std::make_shared<PruneArgs>();
+  auto prune_args = std::make_shared<PruneArguments>();
   auto* prune = snapshot->add_subcommand(
       "prune", "Delete old snapshots, in parallel (ListBucketSnapshots + DeleteBucketSnapshot)");
   prune->footer(
@@ -400,28 +441,8 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
                     "Delete the snapshots taken more than DURATION ago (e.g. 12h, 7d)");
   prune->add_flag("--unused", prune_args->options.unused,
                   "Keep every snapshot that an existing fork was made from");
-  cli::on_run(*prune, context, [&context, prune_args] {
-    auto& options = prune_args->options;
-    options.keep_last = prune_args->keep_last;
-    if (!prune_args->older_than.empty()) {
-      options.older_than = workflow::parse_duration(prune_args->older_than);
-      if (!options.older_than)
-        usage_error("--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d (got '" +
-                    prune_args->older_than + "')");
-    }
-    check(options);
-    const auto result =
-        run_snapshot_prune(context.client(), options, std::chrono::system_clock::now(),
-                           static_cast<std::size_t>(context.options.concurrency),
-                           context.options.dry_run, context.progress_enabled());
-    auto outcome = cli::document(to_json(result), to_table(result));
-    if (result.snapshots.empty())
-      outcome.notice = "Nothing to prune: no snapshot of " + result.bucket + " matches.";
-    else if (result.dry_run)
-      outcome.notice = "Dry run: nothing was deleted.";
-    outcome.error = batch_error(result);
-    return outcome;
-  });
+  cli::on_run(*prune, context,
+              [&context, prune_args] { return run_snapshot_prune(*prune_args, context); });
 
   auto rm_options = std::make_shared<RemoveOptions>();
   auto* rm = snapshot->add_subcommand("rm", "Delete snapshots, in parallel (DeleteBucketSnapshot)");
@@ -434,25 +455,8 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   rm->add_option("BUCKET", rm_options->bucket, "Bucket the snapshots belong to")->required();
   rm->add_option("VERSION", rm_options->versions, "Snapshot versions (see tfork snapshot ls)")
       ->required();
-  cli::on_run(*rm, context, [&context, rm_options] {
-    check(*rm_options);
-    std::vector<std::string> unique;
-    for (const auto& version : rm_options->versions)
-      if (std::ranges::find(unique, version) == unique.end()) unique.push_back(version);
-    rm_options->versions = std::move(unique);
-    if (context.options.dry_run) {
-      std::vector<tigris::Operation> ops;
-      for (const auto& version : rm_options->versions)
-        ops.push_back(tigris::delete_snapshot(rm_options->bucket, version));
-      return context.dry_run(ops);
-    }
-    const auto result = run_snapshot_rm(context.client(), *rm_options,
-                                        static_cast<std::size_t>(context.options.concurrency),
-                                        context.progress_enabled());
-    auto outcome = cli::document(to_json(result), to_table(result));
-    outcome.error = batch_error(result);
-    return outcome;
-  });
+  cli::on_run(*rm, context,
+              [&context, rm_options] { return run_snapshot_rm(*rm_options, context); });
 }
 
 }  // namespace tfork::commands

@@ -10,6 +10,7 @@
 #include "tfork/workflow/teardown.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -56,6 +57,26 @@ void use_manifest_endpoints(const std::vector<workflow::Manifest>& manifests,
   pick(&workflow::Manifest::endpoint, context.options.config.endpoint_url, "--endpoint-url");
   pick(&workflow::Manifest::iam_endpoint, context.options.config.iam_endpoint_url,
        "--iam-endpoint-url");
+}
+
+// The one line a person reads last (issue 26 §1): what went.
+std::string teardown_summary(const workflow::TeardownResult& teardown,
+                             std::chrono::milliseconds elapsed) {
+  using output::Status;
+  const auto forks = std::ranges::count_if(teardown.forks, [](const auto& item) {
+    return item.status == Status::deleted || item.status == Status::already_gone;
+  });
+  const auto keys = std::ranges::count_if(teardown.keys, [](const auto& item) {
+    return item.status == Status::deleted || item.status == Status::already_gone;
+  });
+  const auto snapshots = std::ranges::count_if(
+      teardown.snapshots, [](const auto& item) { return item.status == Status::deleted; });
+  return fmt::format(
+      "Tore down {} fork{} and revoked {} key{}{} in {}", forks, forks == 1 ? "" : "s", keys,
+      keys == 1 ? "" : "s",
+      snapshots > 0 ? fmt::format("; deleted {} snapshot{}", snapshots, snapshots == 1 ? "" : "s")
+                    : "",
+      output::duration_text(elapsed));
 }
 
 cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
@@ -114,15 +135,16 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   }
   plan.allow_non_fork = options.allow_non_fork;
   plan.recursive = options.recursive;
-  plan.concurrency = static_cast<std::size_t>(context.options.concurrency);
-  plan.progress = context.progress_enabled();
 
   if (context.options.dry_run) return context.dry_run(workflow::teardown_operations(plan));
-  const auto teardown = workflow::run_teardown(context.client(), plan, cli::interrupted());
+  const auto started = std::chrono::steady_clock::now();
+  const auto teardown = workflow::run_teardown(context.client(), plan, context.batch_settings());
   auto result = cli::document(workflow::to_json(teardown), workflow::to_table(teardown));
-  if (teardown.exit_code != 0)
-    result.error =
-        teardown.error.value_or(Error{ErrorKind::other, "Failed", "teardown failed", 0, {}});
+  result.error = teardown.error;
+  if (!result.error && context.progress_for_people() && !teardown.forks.empty())
+    result.notice =
+        teardown_summary(teardown, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - started));
   // Some items refused (403) among others: say which identity and endpoint were refused,
   // the usual cause being an agent's key or another account's (an all-403 teardown is an
   // auth error, which cli::run explains the same way).

@@ -240,7 +240,8 @@ std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket
   return snapshots;
 }
 
-std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
+std::vector<FoundFork> find_forks(Client& client, std::string_view source,
+                                  std::optional<http::Result> first_page) {
   std::vector<FoundFork> forks;
   bool fall_back = false;
   bool first = true;
@@ -262,7 +263,8 @@ std::vector<FoundFork> find_forks(Client& client, std::string_view source) {
         first = false;
         collect_forks(page, source, forks);
         return true;
-      });
+      },
+      std::move(first_page));
   if (!fall_back) return forks;
   page_through(
       client, [](const std::string& token) { return list_buckets_with_fork_info(token); },

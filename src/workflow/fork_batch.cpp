@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/fork_batch.hpp"
 
-#include "tfork/output/progress.hpp"
 #include "tfork/tigris/buckets.hpp"
-#include "tfork/workflow/outcome.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -11,10 +9,11 @@
 #include <chrono>
 #include <set>
 #include <sys/stat.h>
-#include <thread>
 
 namespace tfork::workflow {
 namespace {
+
+using output::Status;
 
 // Intermediate manifest rewrites while forks come in: pending entries already cover every
 // fork that may exist, so these only keep the file informative, not consistent.
@@ -23,38 +22,27 @@ constexpr auto k_key_rewrite_interval = std::chrono::milliseconds(50);
 constexpr std::string_view k_version_placeholder = "<version from CreateBucketSnapshot>";
 // A 409'd create that HeadBucket does not show yet is asked about again this many times, this
 // far apart, before it counts as a conflict.
-constexpr int k_invisible_rounds = 20;
-constexpr auto k_invisible_wait = std::chrono::milliseconds(250);
-
-bool is_cancelled(const http::Result& result) {
-  return !result && result.error().kind == http::TransportError::Kind::cancelled;
-}
+constexpr Backoff k_invisible_fork{std::chrono::milliseconds(250), std::chrono::milliseconds(250),
+                                   21, std::chrono::hours(1)};
+constexpr std::string_view k_interrupted =
+    "the manifest records every fork that may exist, and teardown --manifest removes them";
 
 // The 409 codes that say the name belongs to a bucket that was there before our create.
 bool names_taken(std::string_view code) {
   return code == "BucketAlreadyExists" || code == "BucketAlreadyOwnedByYou";
 }
 
-Error interrupted_error() {
-  return Error{ErrorKind::interrupted,
-               "Interrupted",
-               "interrupted; the manifest records every fork that may exist, and teardown "
-               "--manifest removes them",
-               0,
-               {}};
-}
-
 class ForkRun {
  public:
-  ForkRun(tigris::Client& client, const ForkCreatePlan& plan, const std::atomic<bool>& interrupted)
-      : client_(client), plan_(plan), interrupted_(interrupted) {}
+  ForkRun(tigris::Client& client, const ForkCreatePlan& plan, const BatchSettings& settings)
+      : runner_(client, settings), plan_(plan) {}
 
   ForkCreateOutcome run() {
     auto& m = outcome_.manifest;
     m.source = plan_.source;
     m.snapshot = plan_.snapshot;
-    m.endpoint = client_.settings().endpoint;
-    m.iam_endpoint = client_.settings().iam_endpoint;
+    m.endpoint = client().settings().endpoint;
+    m.iam_endpoint = client().settings().iam_endpoint;
     m.forks.reserve(plan_.names.size());
     for (const auto& name : plan_.names) {
       ManifestFork fork;
@@ -79,24 +67,18 @@ class ForkRun {
     // while nothing exists yet, and a kill at any later point leaves a superset on disk.
     save(false);
 
-    if (m.snapshot.empty() && !take_snapshot()) return finish();
-    if (interrupted_.load()) return finish_interrupted();
-    create_forks();
-    if (interrupted_.load()) return finish_interrupted();
+    if (m.snapshot.empty() && !take_snapshot()) return end_run();
+    if (runner_.interrupted()) return end_interrupted();
+    make_forks();
+    if (runner_.interrupted()) return end_interrupted();
     if (failed_any() && !plan_.keep_partial) return roll_back();
-    if (plan_.role) {
-      create_keys();
-      if (interrupted_.load()) return finish_interrupted();
-      if (failed_any() && !plan_.keep_partial) return roll_back();
-    }
-    if (failed_any()) {
-      outcome_.exit_code = batch_exit_code(items());
-      outcome_.error = first_error_;
-    }
-    return finish();
+    if (failed_any()) outcome_.error = batch_error(tally(), {"forks", "fork", "failed"});
+    return end_run();
   }
 
  private:
+  tigris::Client& client() { return runner_.client(); }
+
   // --snapshot NAME → its newest version; --snapshot VERSION → must be listed (unless
   // --any-version). False (the outcome says why, exit 3) when it cannot be resolved.
   bool resolve_snapshot() {
@@ -105,7 +87,7 @@ class ForkRun {
       return true;  // the adopted run's own snapshot
     std::vector<tigris::Snapshot> snapshots;
     try {
-      snapshots = tigris::list_all_snapshots(client_, plan_.source);
+      snapshots = tigris::list_all_snapshots(client(), plan_.source);
     } catch (const TforkError& e) {
       return fail_before_start(e.error());
     }
@@ -153,16 +135,15 @@ class ForkRun {
   // (there is nothing to tear down).
   bool fail_before_start(Error error) {
     for (std::size_t i = 0; i < own_forks_; ++i) {
-      outcome_.manifest.forks[i].status = ForkStatus::failed;
+      outcome_.manifest.forks[i].status = Status::failed;
       outcome_.manifest.forks[i].error = error;
     }
-    outcome_.exit_code = exit_code(error.kind);
     outcome_.error = std::move(error);
     return false;
   }
 
   bool take_snapshot() {
-    const auto result = client_.send(tigris::take_snapshot(plan_.source, plan_.snapshot_name));
+    const auto result = client().send(tigris::take_snapshot(plan_.source, plan_.snapshot_name));
     auto error = tigris::error_from_result(result, "CreateBucketSnapshot");
     std::optional<std::string> version;
     if (!error) {
@@ -180,8 +161,7 @@ class ForkRun {
       error->message = fmt::format("snapshot of {} failed: {}", plan_.source, error->message);
       if (auto why = explain_snapshot_failure(*error)) error->message += "; " + *why;
       for (auto& fork : outcome_.manifest.forks)
-        fork.status = ForkStatus::not_attempted;
-      outcome_.exit_code = exit_code(error->kind);
+        fork.status = Status::not_attempted;
       outcome_.error = std::move(error);
       return false;
     }
@@ -198,7 +178,7 @@ class ForkRun {
   std::optional<std::string> explain_snapshot_failure(const Error& error) {
     if (error.http_status != 400 && error.http_status != 404 && error.http_status != 409)
       return std::nullopt;
-    const auto head = client_.send(tigris::head_bucket(plan_.source));
+    const auto head = client().send(tigris::head_bucket(plan_.source));
     if (head && head->status == 404) return fmt::format("there is no bucket {}", plan_.source);
     if (!head || head->status / 100 != 2) return std::nullopt;
     if (tigris::parse_head_bucket(*head).snapshots_enabled) return std::nullopt;
@@ -228,162 +208,162 @@ class ForkRun {
                        plan_.source);
   }
 
-  void create_forks() {
+  // ---- the forks: one item each, CreateBucketFork → (HeadBucket) → its key
+
+  enum class Step { create, check, key };
+  struct ForkState {
+    Step step = Step::create;
+    Error conflict;        // the 409 of the create, while HeadBucket decides what it means
+    bool retried = false;  // the create was sent more than once: a 409 may be our own fork
+    int checks = 0;        // HeadBuckets sent for it
+  };
+
+  void make_forks() {
     auto& forks = outcome_.manifest.forks;
-    std::vector<tigris::Operation> operations;
-    operations.reserve(own_forks_);
+    std::vector<tigris::Operation> creates;
+    creates.reserve(own_forks_);
     for (std::size_t i = 0; i < own_forks_; ++i)
-      operations.push_back(
+      creates.push_back(
           tigris::create_fork(forks[i].bucket, plan_.source, outcome_.manifest.snapshot));
-
-    output::Progress progress("forks", own_forks_, plan_.progress);
-    std::vector<std::size_t> conflicts;
-    std::vector<Error> conflict_errors;
-    std::vector<int> conflict_attempts;
-    std::vector<bool> seen(own_forks_, false);
-    auto on_done = [&](std::size_t i, const http::Result& result) {
-      seen[i] = true;
-      auto& fork = forks[i];
-      if (is_cancelled(result)) return;  // stays pending: it may or may not exist
-      auto error = tigris::error_from_result(result, "CreateBucketFork");
-      if (!error) {
-        fork.status = ForkStatus::created;
-      } else if (result && result->status == 409) {
-        // cli.md §4.7 and §7, issue 7 §5: decided after a HeadBucket of just these (a gateway
-        // may answer 409 to a create of ours that went through).
-        conflicts.push_back(i);
-        conflict_errors.push_back(*error);
-        conflict_attempts.push_back(result->attempts);
-      } else {
-        fail(fork, std::move(*error));
-      }
-      progress.advance(!error);
-      save_throttled();
-    };
-    const auto results = client_.send_all(operations, plan_.concurrency, on_done);
-    operations.clear();
-    operations.shrink_to_fit();
-    for (std::size_t i = 0; i < results.size(); ++i)
-      if (!seen[i]) on_done(i, results[i]);
-    progress.finish();
-
-    if (!conflicts.empty() && !interrupted_.load())
-      resolve_conflicts(conflicts, conflict_errors, conflict_attempts);
+    states_.assign(own_forks_, ForkState{});
+    auto phase = runner_.phase("forks", own_forks_);
+    const auto results =
+        runner_.run(&phase, std::move(creates),
+                    [this](std::size_t i, const http::Result& answer) { return judge(i, answer); });
+    for (std::size_t i = 0; i < own_forks_; ++i) {
+      // A stopped run never sent these: they cannot exist. An interrupted one may have, so they
+      // stay pending (teardown --manifest finds what there is).
+      if (!results[i].sent && !runner_.interrupted()) forks[i].status = Status::not_attempted;
+    }
     save(false);
   }
 
-  void resolve_conflicts(const std::vector<std::size_t>& indices, std::vector<Error>& errors,
-                         const std::vector<int>& attempts) {
-    auto& forks = outcome_.manifest.forks;
+  Verdict judge(std::size_t i, const http::Result& answer) {
+    switch (states_[i].step) {
+      case Step::create:
+        return judge_create(i, answer);
+      case Step::check:
+        return judge_check(i, answer);
+      case Step::key:
+        return judge_key(i, answer);
+    }
+    return Verdict::done(Status::failed);
+  }
+
+  Verdict judge_create(std::size_t i, const http::Result& answer) {
+    auto& fork = outcome_.manifest.forks[i];
+    auto error = tigris::error_from_result(answer, "CreateBucketFork");
+    if (!error) {
+      fork.status = Status::created;
+      save_throttled(k_rewrite_interval);
+      return key_step(i);
+    }
+    if (answer && answer->status == 409) {
+      // cli.md §4.7 and §7, issue 7 §5: decided after a HeadBucket (a gateway may answer 409
+      // to a create of ours that went through).
+      auto& state = states_[i];
+      state.step = Step::check;
+      state.conflict = std::move(*error);
+      state.retried = answer->attempts > 1;
+      state.checks = 1;
+      return Verdict::then(tigris::head_bucket(fork.bucket));
+    }
+    return fail(fork, std::move(*error));
+  }
+
+  Verdict judge_check(std::size_t i, const http::Result& answer) {
+    auto& fork = outcome_.manifest.forks[i];
+    auto& state = states_[i];
     const auto& snapshot = outcome_.manifest.snapshot;
-    std::vector<std::size_t> open(indices.size());
-    for (std::size_t k = 0; k < open.size(); ++k)
-      open[k] = k;
     // A 409 that is not "the name is taken" (OperationAborted and the like), or one after a
     // retry, may be our own create: the fork may not be visible yet, so a 404 is asked again
     // for a while (a consistency delay, tigris-wire §2.6) before it counts as a conflict.
-    auto maybe_ours = [&](std::size_t k) {
-      const auto& code = errors[k].code;
-      return attempts[k] > 1 || !names_taken(code);
-    };
-    for (int round = 0; !open.empty() && !interrupted_.load(); ++round) {
-      std::vector<tigris::Operation> heads;
-      for (auto k : open)
-        heads.push_back(tigris::head_bucket(forks[indices[k]].bucket));
-      const auto results = client_.send_all(heads, plan_.concurrency);
-      std::vector<std::size_t> unseen;
-      for (std::size_t j = 0; j < open.size(); ++j) {
-        const auto k = open[j];
-        auto& fork = forks[indices[k]];
-        if (is_cancelled(results[j])) continue;  // stays pending
-        if (!results[j] || results[j]->status / 100 != 2) {
-          if (results[j] && results[j]->status == 404 && maybe_ours(k) &&
-              round < k_invisible_rounds) {
-            unseen.push_back(k);
-          } else {
-            fail(fork, std::move(errors[k]));
-          }
-          continue;
-        }
-        const auto head = tigris::parse_head_bucket(*results[j]);
-        const bool same_source = head.fork_source == plan_.source;
-        const bool same_snapshot = same_source && head.fork_source_snapshot == snapshot;
-        if (same_snapshot && maybe_ours(k)) {
-          fork.status = ForkStatus::created;
-        } else if (same_snapshot && plan_.exist_ok) {
-          fork.status = ForkStatus::exists;
-        } else if (same_source && plan_.exist_ok) {
-          // cli.md §4.7: another snapshot's fork would show the agent other data.
-          fail(fork, Error{ErrorKind::conflict, "ForkSnapshotMismatch",
-                           fmt::format("exists as a fork of {} from snapshot {}, but this run "
-                                       "forks snapshot {}; not adopted",
-                                       plan_.source, head.fork_source_snapshot.value_or("(none)"),
-                                       snapshot),
-                           409, errors[k].request_id});
-        } else {
-          // Taken by something this run may not adopt: say what it is and what to do.
-          auto error = std::move(errors[k]);
-          if (names_taken(error.code) || same_source) error.message = name_taken_message(head);
-          fail(fork, std::move(error));
+    const bool maybe_ours = state.retried || !names_taken(state.conflict.code);
+    if (!answer || answer->status / 100 != 2) {
+      if (answer && answer->status == 404 && maybe_ours) {
+        if (const auto wait = k_invisible_fork.wait(state.checks, started_)) {
+          ++state.checks;
+          return Verdict::then(tigris::head_bucket(fork.bucket), *wait);
         }
       }
-      open = std::move(unseen);
-      if (!open.empty()) sleep_unless_interrupted(k_invisible_wait);
+      return fail(fork, std::move(state.conflict));
     }
+    const auto head = tigris::parse_head_bucket(*answer);
+    const bool same_source = head.fork_source == plan_.source;
+    const bool same_snapshot = same_source && head.fork_source_snapshot == snapshot;
+    if (same_snapshot && maybe_ours) {
+      fork.status = Status::created;
+    } else if (same_snapshot && plan_.exist_ok) {
+      fork.status = Status::exists;
+    } else if (same_source && plan_.exist_ok) {
+      // cli.md §4.7: another snapshot's fork would show the agent other data.
+      return fail(fork, Error{ErrorKind::conflict, "ForkSnapshotMismatch",
+                              fmt::format("exists as a fork of {} from snapshot {}, but this run "
+                                          "forks snapshot {}; not adopted",
+                                          plan_.source,
+                                          head.fork_source_snapshot.value_or("(none)"), snapshot),
+                              409, state.conflict.request_id});
+    } else {
+      // Taken by something this run may not adopt: say what it is and what to do.
+      auto error = std::move(state.conflict);
+      if (names_taken(error.code) || same_source) error.message = name_taken_message(head);
+      return fail(fork, std::move(error));
+    }
+    save_throttled(k_rewrite_interval);
+    return key_step(i);
   }
 
-  void sleep_unless_interrupted(std::chrono::milliseconds total) {
-    const auto until = std::chrono::steady_clock::now() + total;
-    while (!interrupted_.load() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The fork exists: its key next (cli.md §4.3), or it is done without one (--keys none).
+  Verdict key_step(std::size_t i) {
+    const auto& fork = outcome_.manifest.forks[i];
+    if (!plan_.role) return Verdict::done(fork.status);
+    states_[i].step = Step::key;
+    // If the run dies before the answer, teardown finds the key by this name (the manifest
+    // may not have the fork's id yet: ManifestFork::key_may_be_unrecorded).
+    return Verdict::then(iam::create_access_key(key_name_for(fork.bucket), fork.bucket, *plan_.role,
+                                                iam::new_uuid()));
   }
 
-  void create_keys() {
-    auto& forks = outcome_.manifest.forks;
-    std::vector<std::size_t> indices;
-    std::vector<tigris::Operation> operations;
-    for (std::size_t i = 0; i < own_forks_; ++i) {
-      const auto status = forks[i].status;
-      if (status != ForkStatus::created && status != ForkStatus::exists) continue;
-      indices.push_back(i);
-      operations.push_back(iam::create_access_key(key_name_for(forks[i].bucket), forks[i].bucket,
-                                                  *plan_.role, iam::new_uuid()));
-    }
-    if (operations.empty()) return;
-    // Every fork is on disk with its final status before the first key request leaves.
-    save(false);
-
-    output::Progress progress("keys", operations.size(), plan_.progress);
-    std::vector<bool> seen(operations.size(), false);
-    auto on_done = [&](std::size_t k, const http::Result& result) {
-      seen[k] = true;
-      auto& fork = forks[indices[k]];
-      if (is_cancelled(result)) return;  // a key may exist: teardown looks it up by name
-      auto error = tigris::error_from_result(result, "CreateAccessKeyWithBucketsRole");
-      if (!error) {
-        auto key = iam::parse_created_key(*result);
-        if (key) {
-          fork.access_key_id = std::move(key->id);
-          fork.secret_access_key = std::move(key->secret);
-          progress.advance(true);
-          // The secret exists only here, so it is written soon, but not once per key: each
-          // rewrite replaces the manifest, and ext4 starts writeback on every such rename
-          // (~1 ms each, 64 ms for 64 keys). A run killed in between still leaves nothing
-          // teardown cannot remove: it finds an unrecorded key by its name `<fork>-key`.
-          save_throttled(k_key_rewrite_interval);
-          return;
-        }
-        error = Error{ErrorKind::other, "InvalidResponse", key.error(), result->status, {}};
+  Verdict judge_key(std::size_t i, const http::Result& answer) {
+    auto& fork = outcome_.manifest.forks[i];
+    auto error = tigris::error_from_result(answer, "CreateAccessKeyWithBucketsRole");
+    if (!error) {
+      auto key = iam::parse_created_key(*answer);
+      if (key) {
+        fork.access_key_id = std::move(key->id);
+        fork.secret_access_key = std::move(key->secret);
+        // The secret exists only here, so it is written soon, but not once per key: each
+        // rewrite replaces the manifest, and ext4 starts writeback on every such rename
+        // (~1 ms each, 64 ms for 64 keys). A run killed in between still leaves nothing
+        // teardown cannot remove: it finds an unrecorded key by its name `<fork>-key`.
+        save_throttled(k_key_rewrite_interval);
+        return Verdict::done(fork.status);
       }
-      fail_key(fork, std::move(*error));
-      progress.advance(false);
-    };
-    const auto results = client_.send_all(operations, plan_.concurrency, on_done);
-    operations.clear();
-    for (std::size_t k = 0; k < results.size(); ++k)
-      if (!seen[k]) on_done(k, results[k]);
-    progress.finish();
+      error = Error{ErrorKind::other, "InvalidResponse", key.error(), answer->status, {}};
+    }
+    // The fork itself exists: its status stays, with the key's error.
+    error->message = fork.bucket + ": " + error->message;
+    note_failure(*error);
+    fork.error = std::move(*error);
+    return Verdict::done(Status::failed, fork.error);
   }
+
+  // The fork failed: recorded, and (unless --keep-partial) nothing more is sent, since the
+  // run rolls back.
+  Verdict fail(ManifestFork& fork, Error error) {
+    error.message = fork.bucket + ": " + error.message;
+    note_failure(error);
+    fork.status = Status::failed;
+    fork.error = std::move(error);
+    return Verdict::done(Status::failed, fork.error);
+  }
+
+  void note_failure(const Error& error) {
+    if (!first_error_) first_error_ = error;
+    if (!plan_.keep_partial) runner_.stop();
+  }
+
+  // ---- rollback (cli.md §4.5): keys, then forks, then the snapshot this run took
 
   ForkCreateOutcome roll_back() {
     auto& forks = outcome_.manifest.forks;
@@ -391,7 +371,7 @@ class ForkRun {
     spdlog::info("rolling back what this run made (keys, then forks, then its snapshot): {}",
                  cause ? output::printable(cause->message) : std::string("a fork failed"));
 
-    // Keys first (cli.md §4.5): every key in the manifest was minted by this run.
+    // Keys first: every key in the manifest was minted by this run.
     std::vector<std::size_t> key_indices;
     std::vector<tigris::Operation> key_deletes;
     for (std::size_t i = 0; i < own_forks_; ++i) {
@@ -400,72 +380,74 @@ class ForkRun {
       key_deletes.push_back(iam::delete_access_key(forks[i].access_key_id));
     }
     std::size_t keys_removed = 0;
-    if (!key_deletes.empty()) {
-      const auto results = client_.send_all(key_deletes, plan_.concurrency);
-      for (std::size_t k = 0; k < results.size(); ++k) {
-        auto& fork = forks[key_indices[k]];
-        auto error = tigris::error_from_result(results[k], "DeleteAccessKey");
-        if (!error || key_gone(*error)) {
-          fork.access_key_id.clear();
-          fork.secret_access_key.clear();
-          ++keys_removed;
-        } else {
-          note_rollback_failure(fork, std::move(*error));
-        }
-      }
-      save(false);
+    {
+      auto phase = runner_.phase("rollback of keys", key_deletes.size());
+      runner_.run(
+          &phase, std::move(key_deletes),
+          [&](std::size_t k, const http::Result& answer) {
+            auto& fork = forks[key_indices[k]];
+            auto error = tigris::error_from_result(answer, "DeleteAccessKey");
+            if (error && !key_gone(*error)) return rollback_failed(fork, std::move(*error));
+            fork.access_key_id.clear();
+            fork.secret_access_key.clear();
+            ++keys_removed;
+            return Verdict::done(Status::deleted);
+          },
+          names_of(key_indices));
     }
+    if (!key_indices.empty()) save(false);
 
     // A failed create that got no definite answer may have gone through: delete it only when
     // HeadBucket shows it is a fork of our source at our snapshot.
     std::vector<std::size_t> uncertain;
     for (std::size_t i = 0; i < own_forks_; ++i)
-      if (forks[i].status == ForkStatus::failed && forks[i].may_exist()) uncertain.push_back(i);
+      if (forks[i].status == Status::failed && forks[i].may_exist()) uncertain.push_back(i);
     std::set<std::size_t> ours;
-    if (!uncertain.empty() && !interrupted_.load()) {
-      std::vector<tigris::Operation> heads;
-      for (auto i : uncertain)
-        heads.push_back(tigris::head_bucket(forks[i].bucket));
-      const auto results = client_.send_all(heads, plan_.concurrency);
-      for (std::size_t k = 0; k < uncertain.size(); ++k) {
-        if (!results[k] || results[k]->status / 100 != 2) continue;
-        const auto head = tigris::parse_head_bucket(*results[k]);
+    std::vector<tigris::Operation> heads;
+    for (auto i : uncertain)
+      heads.push_back(tigris::head_bucket(forks[i].bucket));
+    runner_.run(nullptr, std::move(heads), [&](std::size_t k, const http::Result& answer) {
+      if (answer && answer->status / 100 == 2) {
+        const auto head = tigris::parse_head_bucket(*answer);
         if (head.fork_source == plan_.source &&
             head.fork_source_snapshot == outcome_.manifest.snapshot)
           ours.insert(uncertain[k]);
       }
-    }
+      return Verdict::done(Status::skipped);
+    });
 
     // Then the forks this run created; adopted ones (`exists`) were not ours to delete.
     std::vector<std::size_t> fork_indices;
     std::vector<tigris::Operation> fork_deletes;
     for (std::size_t i = 0; i < own_forks_; ++i) {
-      if (forks[i].status != ForkStatus::created && !ours.contains(i)) continue;
+      if (forks[i].status != Status::created && !ours.contains(i)) continue;
       fork_indices.push_back(i);
       fork_deletes.push_back(tigris::delete_bucket(forks[i].bucket, true));
     }
+    const auto forks_to_remove = fork_indices.size();
     std::size_t forks_removed = 0;
-    if (!fork_deletes.empty() && !interrupted_.load()) {
-      const auto results = client_.send_all(fork_deletes, plan_.concurrency);
-      for (std::size_t k = 0; k < results.size(); ++k) {
-        auto& fork = forks[fork_indices[k]];
-        auto error = tigris::error_from_result(results[k], "DeleteBucket");
-        if (!error || bucket_gone(*error)) {
-          fork.status = ForkStatus::rolled_back;
-          ++forks_removed;
-        } else {
-          note_rollback_failure(fork, std::move(*error));
-        }
-      }
+    {
+      auto phase = runner_.phase("rollback of forks", fork_deletes.size());
+      runner_.run(
+          &phase, std::move(fork_deletes),
+          [&](std::size_t k, const http::Result& answer) {
+            auto& fork = forks[fork_indices[k]];
+            auto error = tigris::error_from_result(answer, "DeleteBucket");
+            if (error && !bucket_gone(*error)) return rollback_failed(fork, std::move(*error));
+            fork.status = Status::rolled_back;
+            ++forks_removed;
+            return Verdict::done(Status::rolled_back);
+          },
+          names_of(fork_indices));
     }
-    if (interrupted_.load()) return finish_interrupted();
+    if (runner_.interrupted()) return end_interrupted();
 
     // Last, the snapshot this run took (not one named by --snapshot): it pins object versions,
     // and no fork depends on a snapshot record (tigris-wire.md §2.5).
     bool snapshot_removed = false;
     if (took_snapshot_) {
       const auto result =
-          client_.send(tigris::delete_snapshot(plan_.source, outcome_.manifest.snapshot));
+          client().send(tigris::delete_snapshot(plan_.source, outcome_.manifest.snapshot));
       const auto error = tigris::error_from_result(result, "DeleteBucketSnapshot");
       snapshot_removed = !error || snapshot_gone(*error);
       if (!snapshot_removed)
@@ -477,50 +459,44 @@ class ForkRun {
     error.message += fmt::format(
         "; rolled back {} fork{} and {} key{}{}", forks_removed, forks_removed == 1 ? "" : "s",
         keys_removed, keys_removed == 1 ? "" : "s", snapshot_removed ? " and the snapshot" : "");
-    if (forks_removed < fork_indices.size() || keys_removed < key_indices.size())
+    if (forks_removed < forks_to_remove || keys_removed < key_indices.size())
       error.message += " (some could not be deleted: run teardown --manifest)";
-    outcome_.exit_code = exit_code(error.kind);
     outcome_.error = std::move(error);
-    return finish();
+    return end_run();
   }
 
-  void fail(ManifestFork& fork, Error error) {
-    error.message = fork.bucket + ": " + error.message;
-    if (!first_error_) first_error_ = error;
-    fork.status = ForkStatus::failed;
-    fork.error = std::move(error);
-  }
-
-  void fail_key(ManifestFork& fork, Error error) {
-    error.message = fork.bucket + ": " + error.message;
-    if (!first_error_) first_error_ = error;
-    fork.error = std::move(error);  // the fork itself exists: its status stays
-  }
-
-  void note_rollback_failure(ManifestFork& fork, Error error) {
+  Verdict rollback_failed(ManifestFork& fork, Error error) {
     error.message = fork.bucket + ": rollback failed: " + error.message;
     spdlog::warn("{}", error.message);
-    fork.error = std::move(error);
+    fork.error = error;
+    return Verdict::done(Status::failed, std::move(error));
   }
+
+  std::vector<std::string> names_of(const std::vector<std::size_t>& indices) const {
+    std::vector<std::string> names;
+    for (auto i : indices)
+      names.push_back(outcome_.manifest.forks[i].bucket);
+    return names;
+  }
+
+  // ---- the outcome
 
   bool failed_any() const { return first_error_.has_value(); }
 
-  std::vector<ItemOutcome> items() const {
-    std::vector<ItemOutcome> out;
-    for (std::size_t i = 0; i < own_forks_; ++i) {
-      const auto& fork = outcome_.manifest.forks[i];
-      out.push_back(fork.error ? ItemOutcome{false, fork.error->kind} : ItemOutcome{true, {}});
-    }
-    return out;
+  BatchTally tally() const {
+    BatchTally counted;
+    counted.total = own_forks_;
+    for (std::size_t i = 0; i < own_forks_; ++i)
+      if (const auto& error = outcome_.manifest.forks[i].error) counted.failures.push_back(&*error);
+    return counted;
   }
 
-  ForkCreateOutcome finish_interrupted() {
-    outcome_.exit_code = exit_code(ErrorKind::interrupted);
-    outcome_.error = interrupted_error();
-    return finish();
+  ForkCreateOutcome end_interrupted() {
+    outcome_.error = interrupted_error(k_interrupted);
+    return end_run();
   }
 
-  ForkCreateOutcome finish() {
+  ForkCreateOutcome end_run() {
     save(true);
     return std::move(outcome_);
   }
@@ -531,17 +507,18 @@ class ForkRun {
     last_write_ = std::chrono::steady_clock::now();
   }
 
-  void save_throttled(std::chrono::milliseconds interval = k_rewrite_interval) {
+  void save_throttled(std::chrono::milliseconds interval) {
     if (std::chrono::steady_clock::now() - last_write_ >= interval) save(false);
   }
 
-  tigris::Client& client_;
+  BatchRunner runner_;
   const ForkCreatePlan& plan_;
-  const std::atomic<bool>& interrupted_;
   ForkCreateOutcome outcome_;
+  std::vector<ForkState> states_;  // one per fork of this run
   std::optional<Error> first_error_;
   bool took_snapshot_ = false;  // this run took the snapshot (no --snapshot): rollback removes it
   std::size_t own_forks_ = 0;   // the first entries of the manifest are this run's forks
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_write_{};
 };
 
@@ -652,8 +629,6 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
   else
     usage(fmt::format("--keys must be editor, readonly or none, got '{}'", request.keys));
 
-  if (request.concurrency < 1) usage("--concurrency must be at least 1");
-  plan.concurrency = static_cast<std::size_t>(request.concurrency);
   plan.keep_partial = request.keep_partial;
   plan.exist_ok = request.exist_ok;
 
@@ -695,8 +670,8 @@ std::vector<tigris::Operation> fork_create_operations(const ForkCreatePlan& plan
 }
 
 ForkCreateOutcome run_fork_create(tigris::Client& client, const ForkCreatePlan& plan,
-                                  const std::atomic<bool>& interrupted) {
-  return ForkRun(client, plan, interrupted).run();
+                                  const BatchSettings& settings) {
+  return ForkRun(client, plan, settings).run();
 }
 
 }  // namespace tfork::workflow

@@ -56,26 +56,6 @@ bool write_all_and_close(int fd, std::string_view text, bool durable) {
 
 }  // namespace
 
-std::string_view status_name(ForkStatus status) {
-  switch (status) {
-    case ForkStatus::pending:
-      return "pending";
-    case ForkStatus::created:
-      return "created";
-    case ForkStatus::exists:
-      return "exists";
-    case ForkStatus::failed:
-      return "failed";
-    case ForkStatus::rolled_back:
-      return "rolled-back";
-    case ForkStatus::deleted:
-      return "deleted";
-    case ForkStatus::not_attempted:
-      return "not-attempted";
-  }
-  return "pending";
-}
-
 std::optional<ForkStatus> parse_fork_status(std::string_view text) {
   for (auto status :
        {ForkStatus::pending, ForkStatus::created, ForkStatus::exists, ForkStatus::failed,
@@ -89,6 +69,15 @@ bool ManifestFork::may_exist() const {
     case ForkStatus::pending:
     case ForkStatus::created:
     case ForkStatus::exists:
+      return true;
+    // Not a manifest's words (parse_fork_status refuses them); if one got here, the fork is
+    // taken to exist, which costs teardown a HeadBucket and never loses a fork.
+    case ForkStatus::already_gone:
+    case ForkStatus::not_found:
+    case ForkStatus::skipped:
+    case ForkStatus::kept:
+    case ForkStatus::would_delete:
+    case ForkStatus::none:
       return true;
     case ForkStatus::rolled_back:
     case ForkStatus::deleted:
@@ -114,10 +103,6 @@ std::string key_name_for(std::string_view bucket) {
   return std::string(bucket) + "-key";
 }
 
-output::ItemStatus item_status(const ManifestFork& fork) {
-  return {std::string(status_name(fork.status)), fork.error};
-}
-
 Error item_error_from_json(const output::Json& json) {
   Error error;
   if (!json.is_object()) return error;
@@ -137,8 +122,8 @@ output::Json to_json(const Manifest& manifest) {
         {"secret_access_key", output::json_or_null(fork.secret_access_key)},
         {"role", fork.role ? output::Json(iam::role_name(*fork.role)) : output::Json()}};
     if (fork.key_revoked) details["key_status"] = "revoked";
-    auto item =
-        output::item_json(output::Json{{"bucket", fork.bucket}}, item_status(fork), details);
+    auto item = output::item_json(output::Json{{"bucket", fork.bucket}},
+                                  output::ItemStatus{fork.status, fork.error}, details);
     if (fork.agent) {
       item["agent"] = output::Json{
           {"exit_code",
@@ -210,7 +195,8 @@ std::string to_table(const Manifest& manifest) {
     std::vector<std::string> row{fork.bucket, std::string(status_name(fork.status)),
                                  fork.access_key_id.empty() ? "-" : fork.access_key_id,
                                  fork.role ? std::string(iam::role_name(*fork.role)) : "-"};
-    if (any_error) row.push_back(output::item_error_text(item_status(fork)));
+    if (any_error)
+      row.push_back(output::item_error_text(output::ItemStatus{fork.status, fork.error}));
     table.row(std::move(row));
   }
   return fmt::format("source {}  snapshot {}\n", manifest.source,

@@ -2,10 +2,8 @@
 #include "tfork/workflow/teardown.hpp"
 
 #include "tfork/iam/access_keys.hpp"
-#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
-#include "tfork/workflow/outcome.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,7 +15,6 @@
 #include <ctime>
 #include <map>
 #include <set>
-#include <thread>
 
 namespace tfork::workflow {
 namespace {
@@ -32,55 +29,16 @@ bool is_run_fork(std::string_view bucket, std::string_view prefix) {
          std::ranges::all_of(rest.substr(1), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The first wait before a refused parent delete is sent again; it doubles up to the cap,
-// within TeardownPlan::parent_retry_budget.
-constexpr auto k_parent_retry_first = std::chrono::milliseconds(200);
-constexpr auto k_parent_retry_cap = std::chrono::milliseconds(3000);
+// A refused parent delete is sent again after 200 ms, then twice as long each time up to 3 s,
+// within TeardownPlan::parent_retry_budget of the first bucket delete.
+constexpr std::chrono::milliseconds k_parent_retry_first{200};
+constexpr std::chrono::milliseconds k_parent_retry_cap{3000};
+constexpr std::string_view k_run_again = "run the same teardown again to finish";
 
-std::string_view bucket_outcome_name(BucketOutcome outcome) {
-  switch (outcome) {
-    case BucketOutcome::deleted:
-      return "deleted";
-    case BucketOutcome::already_gone:
-      return "already-gone";
-    case BucketOutcome::not_found:
-      return "not-found";
-    case BucketOutcome::failed:
-      return "failed";
-    case BucketOutcome::skipped:
-      return "skipped";
-  }
-  return "failed";
-}
+using output::Status;
 
-std::string_view key_outcome_name(KeyOutcome outcome) {
-  switch (outcome) {
-    case KeyOutcome::deleted:
-      return "deleted";
-    case KeyOutcome::already_gone:
-      return "already-gone";
-    case KeyOutcome::none:
-      return "none";
-    case KeyOutcome::failed:
-      return "failed";
-    case KeyOutcome::kept:
-      return "kept";
-  }
-  return "failed";
-}
-
-template <typename Item>
-output::ItemStatus item_status(const Item& item) {
-  return {std::string(bucket_outcome_name(item.status)), item.error};
-}
-
-bool is_gone_status(BucketOutcome status) {
-  return status == BucketOutcome::deleted || status == BucketOutcome::already_gone ||
-         status == BucketOutcome::not_found;
-}
-
-bool is_cancelled(const http::Result& result) {
-  return !result && result.error().kind == http::TransportError::Kind::cancelled;
+bool is_gone_status(Status status) {
+  return status == Status::deleted || status == Status::already_gone || status == Status::not_found;
 }
 
 std::string lower(std::string_view text) {
@@ -99,24 +57,15 @@ bool is_fork_refusal(const Error& error) {
   return code.find("fork") != std::string::npos || code.find("child") != std::string::npos;
 }
 
-Error interrupted_error() {
-  return Error{ErrorKind::interrupted,
-               "Interrupted",
-               "interrupted before this fork was torn down; run teardown again to finish",
-               0,
-               {}};
-}
-
 [[noreturn]] void usage(const std::string& message) {
   throw TforkError(ErrorKind::usage, "UsageError", message);
 }
 
 // Combines the outcome of one more key delete into the item's key status.
-KeyOutcome merge_key(KeyOutcome current, KeyOutcome next) {
-  for (auto outcome :
-       {KeyOutcome::failed, KeyOutcome::kept, KeyOutcome::deleted, KeyOutcome::already_gone})
+Status merge_key(Status current, Status next) {
+  for (auto outcome : {Status::failed, Status::kept, Status::deleted, Status::already_gone})
     if (current == outcome || next == outcome) return outcome;
-  return KeyOutcome::none;
+  return Status::none;
 }
 
 // Unix seconds of an RFC 3339 UTC timestamp ("2026-11-29T11:54:28.1Z"); nullopt if unreadable.
@@ -150,23 +99,22 @@ std::optional<std::int64_t> unix_seconds(std::string_view text) {
 
 class TeardownRun {
  public:
-  TeardownRun(tigris::Client& client, const TeardownPlan& plan,
-              const std::atomic<bool>& interrupted)
-      : client_(client), plan_(plan), interrupted_(interrupted), manifests_(plan.manifests) {}
+  TeardownRun(tigris::Client& client, const TeardownPlan& plan, const BatchSettings& settings)
+      : runner_(client, settings), plan_(plan), manifests_(plan.manifests) {}
 
   TeardownResult run() {
     for (const auto& target : plan_.targets)
       add_target(target);
     head_targets(true);
-    while (!interrupted_.load() && expand_parents()) {
+    while (!interrupted() && expand_parents()) {
       head_targets(false);
     }
-    if (!interrupted_.load()) list_remaining_keys();
-    if (!interrupted_.load()) revoke_keys();
-    if (!interrupted_.load()) delete_buckets();
-    if (!interrupted_.load()) delete_snapshots();
+    if (!interrupted()) list_remaining_keys();
+    if (!interrupted()) revoke_keys();
+    if (!interrupted()) delete_buckets();
+    if (!interrupted()) delete_snapshots();
     save_manifests();
-    return finish();
+    return end_run();
   }
 
  private:
@@ -194,27 +142,43 @@ class TeardownRun {
   void head_targets(bool with_key_listing) {
     std::vector<tigris::Operation> operations;
     std::vector<std::size_t> items;
+    std::vector<std::string> names;
     for (std::size_t i = 0; i < states_.size(); ++i) {
       if (states_[i].headed) continue;
       operations.push_back(tigris::head_bucket(states_[i].target.bucket));
       items.push_back(i);
+      names.push_back(states_[i].target.bucket);
     }
-    if (with_key_listing) operations.push_back(iam::list_access_keys(""));
-    if (operations.empty()) return;
-    const auto results = client_.send_all(operations, plan_.concurrency);
-    for (std::size_t k = 0; k < items.size(); ++k)
-      on_head(items[k], results[k]);
-    if (with_key_listing) on_key_page(results.back());
+    if (operations.empty() && !with_key_listing) return;
+    auto phase = runner_.phase("checks", operations.size());
+    if (with_key_listing) {
+      operations.push_back(iam::list_access_keys(""));
+      names.emplace_back("access keys");
+    }
+    const auto results = runner_.run(
+        &phase, std::move(operations),
+        [&](std::size_t k, const http::Result& answer) {
+          if (k == items.size()) {
+            on_key_page(answer);
+            return Verdict::aside();
+          }
+          on_head(items[k], answer);
+          const auto& item = result_.forks[items[k]];
+          if (item.error) return Verdict::done(item.status, item.error);  // skipped or failed
+          return Verdict::done(states_[items[k]].visible ? Status::exists : Status::not_found);
+        },
+        names);
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      states_[items[k]].headed = true;
+      if (!results[k].decided) fail(result_.forks[items[k]], interrupted_error(k_run_again));
+    }
+    if (with_key_listing && !results.back().decided)
+      key_listing_error_ = interrupted_error(k_run_again);
   }
 
   void on_head(std::size_t i, const http::Result& result) {
     auto& state = states_[i];
     auto& item = result_.forks[i];
-    state.headed = true;
-    if (is_cancelled(result)) {
-      fail(item, interrupted_error());
-      return;
-    }
     auto error = tigris::error_from_result(result, "HeadBucket");
     if (error) {
       if (error->http_status == 404) {
@@ -262,7 +226,7 @@ class TeardownRun {
       state.parent_checked = true;
       std::vector<tigris::FoundFork> children;
       try {
-        children = tigris::find_forks(client_, state.target.bucket);
+        children = tigris::find_forks(client(), state.target.bucket);
       } catch (const TforkError& e) {
         auto error = e.error();
         error.message = state.target.bucket + ": cannot list its forks: " + error.message;
@@ -314,11 +278,11 @@ class TeardownRun {
 
   void list_remaining_keys() {
     std::string seen_marker;
-    while (!key_listing_error_ && !next_marker_.empty() && !interrupted_.load()) {
+    while (!key_listing_error_ && !next_marker_.empty() && !interrupted()) {
       if (next_marker_ == seen_marker) break;  // a marker that repeats ends the listing
       seen_marker = next_marker_;
       next_marker_.clear();
-      on_key_page(client_.send(iam::list_access_keys(seen_marker)));
+      on_key_page(client().send(iam::list_access_keys(seen_marker)));
     }
   }
 
@@ -356,7 +320,7 @@ class TeardownRun {
       }
       if (on_doomed.empty()) continue;
       if (!elsewhere.empty()) {
-        result_.keys.push_back(KeyItem{key.id, key.name, KeyOutcome::kept,
+        result_.keys.push_back(KeyItem{key.id, key.name, Status::kept,
                                        Error{ErrorKind::conflict,
                                              "KeyHasOtherRoles",
                                              fmt::format("key {} also has roles on {}; not deleted",
@@ -364,11 +328,11 @@ class TeardownRun {
                                              0,
                                              {}}});
         for (auto i : on_doomed)
-          result_.forks[i].key = merge_key(result_.forks[i].key, KeyOutcome::kept);
+          result_.forks[i].key = merge_key(result_.forks[i].key, Status::kept);
         continue;
       }
       revoking.push_back({result_.keys.size(), std::move(on_doomed)});
-      result_.keys.push_back(KeyItem{key.id, key.name, KeyOutcome::failed, std::nullopt});
+      result_.keys.push_back(KeyItem{key.id, key.name, Status::failed, std::nullopt});
       operations.push_back(iam::delete_access_key(key.id));
     }
     // Recorded keys the listing does not show: most likely gone, asked all the same.
@@ -379,36 +343,44 @@ class TeardownRun {
         listed.insert(id);
         revoking.push_back({result_.keys.size(), std::vector<std::size_t>{i}});
         result_.keys.push_back(
-            KeyItem{id, key_name_for(states_[i].target.bucket), KeyOutcome::failed, std::nullopt});
+            KeyItem{id, key_name_for(states_[i].target.bucket), Status::failed, std::nullopt});
         operations.push_back(iam::delete_access_key(id));
       }
     }
     if (operations.empty()) return;
-    const auto results = client_.send_all(operations, plan_.concurrency);
+    std::vector<std::string> names;
+    for (const auto& [key, on] : revoking)
+      names.push_back(result_.keys[key].access_key_id);
     std::set<std::string> revoked;
+    auto phase = runner_.phase("keys", operations.size());
+    const auto results = runner_.run(
+        &phase, std::move(operations),
+        [&](std::size_t k, const http::Result& answer) {
+          auto& key_item = result_.keys[revoking[k].first];
+          key_item.status = Status::deleted;
+          if (auto error = tigris::error_from_result(answer, "DeleteAccessKey")) {
+            if (key_gone(*error)) {
+              key_item.status = Status::already_gone;
+            } else {
+              error->message = key_item.access_key_id + ": " + error->message;
+              key_item.status = Status::failed;
+              key_item.error = std::move(*error);
+            }
+          }
+          return Verdict::done(key_item.status, key_item.error);
+        },
+        names);
     for (std::size_t k = 0; k < results.size(); ++k) {
       auto& key_item = result_.keys[revoking[k].first];
-      KeyOutcome outcome = KeyOutcome::failed;
-      if (is_cancelled(results[k])) {
-        key_item.error = interrupted_error();
-      } else if (auto error = tigris::error_from_result(results[k], "DeleteAccessKey")) {
-        if (key_gone(*error)) {
-          outcome = KeyOutcome::already_gone;
-        } else {
-          error->message = key_item.access_key_id + ": " + error->message;
-          key_item.error = std::move(*error);
-        }
-      } else {
-        outcome = KeyOutcome::deleted;
-      }
-      key_item.status = outcome;
-      if (outcome != KeyOutcome::failed) revoked.insert(key_item.access_key_id);
+      if (!results[k].decided) key_item.error = interrupted_error(k_run_again);
+      const Status outcome = results[k].decided ? key_item.status : Status::failed;
+      if (outcome != Status::failed) revoked.insert(key_item.access_key_id);
       for (auto i : revoking[k].second) {
         result_.forks[i].key = merge_key(result_.forks[i].key, outcome);
-        if (outcome == KeyOutcome::failed && states_[i].deletable) {
+        if (outcome == Status::failed && states_[i].deletable) {
           // The bucket stays while a key with a role on it lives (a re-run finishes both).
           states_[i].deletable = false;
-          fail(result_.forks[i], key_item.error.value_or(interrupted_error()));
+          fail(result_.forks[i], *key_item.error);
         }
       }
     }
@@ -446,87 +418,93 @@ class TeardownRun {
     return out;
   }
 
+  // Children first, wave by wave; a parent refused because its forks are still going is sent
+  // again with backoff (a verdict's `after`). The last wave also lists the forks of each source
+  // whose snapshot may go next, so that delete_snapshots needs no round trip of its own for it.
   void delete_buckets() {
     const auto order = waves();
     std::size_t total = 0;
     for (const auto& wave : order)
       total += wave.size();
-    output::Progress progress("forks", total, plan_.progress);
-    const auto deadline = std::chrono::steady_clock::now() + plan_.parent_retry_budget;
-    for (const auto& wave : order) {
-      std::vector<std::size_t> pending = wave;
-      auto wait = k_parent_retry_first;
-      while (!pending.empty() && !interrupted_.load()) {
-        std::vector<tigris::Operation> operations;
-        for (auto i : pending)
-          operations.push_back(tigris::delete_bucket(states_[i].target.bucket, true));
-        std::vector<std::size_t> refused;
-        const bool may_retry = std::chrono::steady_clock::now() + wait < deadline;
-        std::vector<bool> seen(pending.size(), false);
-        // Each answer as it arrives (on this thread), so the progress line moves with them.
-        auto on_done = [&](std::size_t k, const http::Result& answer) {
-          seen[k] = true;
-          const auto i = pending[k];
-          auto& item = result_.forks[i];
-          if (is_cancelled(answer)) {
-            fail(item, interrupted_error());
-            return;
-          }
-          auto error = tigris::error_from_result(answer, "DeleteBucket");
-          if (error && is_fork_refusal(*error) && may_retry) {
-            refused.push_back(i);  // its forks are still going: asked again shortly
-            return;
-          }
-          if (!error) {
-            item.status = BucketOutcome::deleted;
-          } else if (bucket_gone(*error)) {
-            const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
-            item.status = ours ? BucketOutcome::already_gone : BucketOutcome::not_found;
-          } else {
-            error->message = item.bucket + ": " + error->message;
-            fail(item, std::move(*error));
-          }
-          progress.advance(item.status != BucketOutcome::failed);
-        };
-        const auto results = client_.send_all(operations, plan_.concurrency, on_done);
-        for (std::size_t k = 0; k < results.size(); ++k)
-          if (!seen[k]) on_done(k, results[k]);
-        mark_manifests();
-        std::ranges::sort(refused);  // asked again in input order, whatever order answers came
-        pending = std::move(refused);
-        if (!pending.empty()) {
-          spdlog::info("{} fork parent{} still see{} children going; asking again in {} ms",
-                       pending.size(), pending.size() == 1 ? "" : "s",
-                       pending.size() == 1 ? "s" : "", wait.count());
-          sleep_unless_interrupted(wait);
-          wait = std::min(wait * 2, k_parent_retry_cap);
-        }
+    auto phase = runner_.phase("forks", total);
+    const auto started = std::chrono::steady_clock::now();
+    const Backoff refused_parent{k_parent_retry_first, k_parent_retry_cap, 1'000'000,
+                                 plan_.parent_retry_budget};
+    for (std::size_t w = 0; w < order.size() && !interrupted(); ++w) {
+      const auto& wave = order[w];
+      std::vector<tigris::Operation> operations;
+      std::vector<std::string> names;
+      for (auto i : wave) {
+        operations.push_back(tigris::delete_bucket(states_[i].target.bucket, true));
+        names.push_back(states_[i].target.bucket);
       }
-      if (interrupted_.load()) break;
+      const auto listings = w + 1 == order.size() ? snapshot_sources() : std::vector<std::string>{};
+      for (const auto& bucket : listings) {
+        operations.push_back(tigris::list_forks(bucket));
+        names.push_back(bucket + " forks");
+      }
+      std::vector<int> tries(wave.size(), 1);
+      const auto results = runner_.run(
+          &phase, std::move(operations),
+          [&](std::size_t k, const http::Result& answer) -> Verdict {
+            if (k >= wave.size()) {
+              fork_listings_.emplace(listings[k - wave.size()], answer);
+              return Verdict::aside();
+            }
+            const auto i = wave[k];
+            auto& item = result_.forks[i];
+            auto error = tigris::error_from_result(answer, "DeleteBucket");
+            if (error && is_fork_refusal(*error)) {
+              // Its forks are still going: asked again shortly.
+              if (const auto wait = refused_parent.wait(tries[k], started)) {
+                spdlog::info("{}: still sees its forks going; asking again in {} ms", item.bucket,
+                             wait->count());
+                ++tries[k];
+                return Verdict::then(tigris::delete_bucket(item.bucket, true), *wait);
+              }
+            }
+            if (!error) {
+              item.status = Status::deleted;
+            } else if (bucket_gone(*error)) {
+              const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
+              item.status = ours ? Status::already_gone : Status::not_found;
+            } else {
+              error->message = item.bucket + ": " + error->message;
+              fail(item, std::move(*error));
+            }
+            return Verdict::done(item.status, item.error);
+          },
+          names);
+      for (std::size_t k = 0; k < wave.size(); ++k)
+        if (!results[k].decided && !result_.forks[wave[k]].error)
+          result_.forks[wave[k]].error = interrupted_error(k_run_again);
+      mark_manifests();
     }
-    progress.finish();
     for (std::size_t i = 0; i < states_.size(); ++i) {
       auto& item = result_.forks[i];
       if (states_[i].deletable && !is_gone_status(item.status) && !item.error)
-        item.error = interrupted_error();
+        item.error = interrupted_error(k_run_again);
     }
   }
 
-  void sleep_unless_interrupted(std::chrono::milliseconds total) {
-    const auto until = std::chrono::steady_clock::now() + total;
-    while (!interrupted_.load() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The sources whose snapshot delete_snapshots will check against their remaining forks.
+  std::vector<std::string> snapshot_sources() const {
+    std::vector<std::string> sources;
+    for (const auto& target : plan_.snapshots)
+      if (target.only_if_unused && std::ranges::find(sources, target.bucket) == sources.end())
+        sources.push_back(target.bucket);
+    return sources;
   }
 
   // ---- snapshots
 
   void delete_snapshots() {
     for (const auto& target : plan_.snapshots) {
-      if (interrupted_.load()) return;
+      if (interrupted()) return;
       if (target.manifest != k_no_manifest && !run_forks_gone(target.manifest)) {
         if (!target.version.empty())
           result_.snapshots.push_back(
-              SnapshotItem{target.bucket, target.version, BucketOutcome::skipped,
+              SnapshotItem{target.bucket, target.version, Status::skipped,
                            Error{ErrorKind::conflict,
                                  "ForksRemain",
                                  "kept: not every fork of the run is gone yet",
@@ -540,7 +518,7 @@ class TeardownRun {
         auto error = e.error();
         error.message = fmt::format("snapshot of {}: {}", target.bucket, error.message);
         result_.snapshots.push_back(
-            SnapshotItem{target.bucket, target.version, BucketOutcome::failed, std::move(error)});
+            SnapshotItem{target.bucket, target.version, Status::failed, std::move(error)});
       }
     }
   }
@@ -577,7 +555,11 @@ class TeardownRun {
     if (target.only_if_unused) {
       std::vector<tigris::FoundFork> forks;
       try {
-        forks = tigris::find_forks(client_, target.bucket);
+        // The listing's first page came with the last bucket deletes, when there were any.
+        auto listed = fork_listings_.extract(target.bucket);
+        forks =
+            tigris::find_forks(client(), target.bucket,
+                               listed ? std::optional(std::move(listed.mapped())) : std::nullopt);
       } catch (const TforkError& e) {
         if (e.error().kind != ErrorKind::not_found) throw;
       }
@@ -586,10 +568,12 @@ class TeardownRun {
             !is_gone_status(result_.forks[index_.at(fork.bucket)].status))
           in_use.insert(fork.snapshot);
     }
+    std::vector<tigris::Operation> deletes;
+    std::vector<std::size_t> items;
     for (const auto& version : versions) {
       if (in_use.contains(version)) {
         result_.snapshots.push_back(SnapshotItem{
-            target.bucket, version, BucketOutcome::skipped,
+            target.bucket, version, Status::skipped,
             Error{ErrorKind::conflict,
                   "SnapshotInUse",
                   fmt::format("kept: other forks of {} were made from it", target.bucket),
@@ -597,28 +581,43 @@ class TeardownRun {
                   {}}});
         continue;
       }
-      SnapshotItem item{target.bucket, version, BucketOutcome::failed, std::nullopt};
-      const auto result = client_.send(tigris::delete_snapshot(target.bucket, version));
-      if (is_cancelled(result)) {
-        item.error = interrupted_error();
-      } else if (auto error = tigris::error_from_result(result, "DeleteBucketSnapshot")) {
-        if (snapshot_gone(*error)) {
-          item.status = BucketOutcome::already_gone;
-        } else {
-          error->message =
-              fmt::format("snapshot {} of {}: {}", version, target.bucket, error->message);
-          item.error = std::move(*error);
-        }
-      } else {
-        item.status = BucketOutcome::deleted;
-      }
-      result_.snapshots.push_back(std::move(item));
+      items.push_back(result_.snapshots.size());
+      result_.snapshots.push_back(SnapshotItem{target.bucket, version, Status::failed, {}});
+      deletes.push_back(tigris::delete_snapshot(target.bucket, version));
     }
+    auto phase = runner_.phase("snapshots", deletes.size());
+    const auto results = runner_.run(
+        &phase, std::move(deletes),
+        [&](std::size_t k, const http::Result& answer) {
+          auto& item = result_.snapshots[items[k]];
+          item.status = Status::deleted;
+          if (auto error = tigris::error_from_result(answer, "DeleteBucketSnapshot")) {
+            if (snapshot_gone(*error)) {
+              item.status = Status::already_gone;
+            } else {
+              error->message =
+                  fmt::format("snapshot {} of {}: {}", item.version, target.bucket, error->message);
+              item.status = Status::failed;
+              item.error = std::move(*error);
+            }
+          }
+          return Verdict::done(item.status, item.error);
+        },
+        versions_of(items));
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (!results[k].decided) result_.snapshots[items[k]].error = interrupted_error(k_run_again);
+  }
+
+  std::vector<std::string> versions_of(const std::vector<std::size_t>& items) const {
+    std::vector<std::string> names;
+    for (auto k : items)
+      names.push_back(result_.snapshots[k].version);
+    return names;
   }
 
   std::optional<std::vector<tigris::Snapshot>> list_snapshots_or_gone(const std::string& bucket) {
     try {
-      return tigris::list_all_snapshots(client_, bucket);
+      return tigris::list_all_snapshots(client(), bucket);
     } catch (const TforkError& e) {
       if (e.error().kind == ErrorKind::not_found) return std::nullopt;  // gone with its source
       throw;
@@ -653,77 +652,46 @@ class TeardownRun {
   // ---- outcome
 
   void fail(TeardownItem& item, Error error) {
-    item.status = BucketOutcome::failed;
+    item.status = Status::failed;
     if (!item.error) item.error = std::move(error);
   }
 
   void skip(TeardownItem& item, std::string code, std::string message) {
-    item.status = BucketOutcome::skipped;
+    item.status = Status::skipped;
     if (!item.error)
       item.error = Error{ErrorKind::conflict, std::move(code), std::move(message), 0, {}};
   }
 
-  TeardownResult finish() {
-    std::vector<ItemOutcome> outcomes;
-    std::optional<Error> first;
-    std::size_t failed = 0;
-    auto add = [&](bool ok, const std::optional<Error>& error) {
-      if (ok) {
-        outcomes.push_back({true, {}});
-        return;
-      }
-      ++failed;
-      const auto& e = error ? *error : Error{ErrorKind::other, "Failed", "failed", 0, {}};
-      if (!first) first = e;
-      outcomes.push_back({false, e.kind});
+  bool interrupted() const { return runner_.interrupted(); }
+  tigris::Client& client() { return runner_.client(); }
+
+  // The exit rule (batch_error) over every fork (done when gone and its key not failed), every
+  // failed key and every failed snapshot; fork names none of which exists are "nothing to do"
+  // (exit 3), a typo as likely as a finished re-run.
+  TeardownResult end_run() {
+    static const Error k_failed{ErrorKind::other, "Failed", "failed", 0, {}};
+    BatchTally tally;
+    auto count = [&](bool ok, const std::optional<Error>& error) {
+      ++tally.total;
+      if (!ok) tally.failures.push_back(error ? &*error : &k_failed);
     };
     for (auto& item : result_.forks) {
-      if (interrupted_.load() && !item.error && item.status == BucketOutcome::failed)
-        item.error = interrupted_error();
-      add(is_gone_status(item.status) && item.key != KeyOutcome::failed, item.error);
+      if (interrupted() && !item.error && item.status == Status::failed)
+        item.error = interrupted_error(k_run_again);
+      count(is_gone_status(item.status) && item.key != Status::failed, item.error);
+      if (item.status == Status::not_found) tally.missing.push_back(item.bucket);
     }
     for (const auto& item : result_.keys)
-      if (item.status == KeyOutcome::failed) add(false, item.error);
+      if (item.status == Status::failed) count(false, item.error);
     for (const auto& item : result_.snapshots)
-      if (item.status == BucketOutcome::failed) add(false, item.error);
-
-    if (interrupted_.load()) {
-      result_.exit_code = exit_code(ErrorKind::interrupted);
-      result_.error = Error{ErrorKind::interrupted,
-                            "Interrupted",
-                            "interrupted; run the same teardown again to finish",
-                            0,
-                            {}};
-    } else {
-      result_.exit_code = batch_exit_code(outcomes);
-      if (result_.exit_code == exit_code(ErrorKind::partial)) {
-        result_.error = Error{ErrorKind::partial,
-                              "PartialFailure",
-                              fmt::format("{} of {} items could not be torn down (first: {})",
-                                          failed, outcomes.size(), first->message),
-                              0,
-                              {}};
-      } else if (result_.exit_code != 0) {
-        result_.error = first;
-      }
-      // Fork names none of which exists: a typo as likely as a finished re-run (a manifest
-      // would have said which); "nothing to do", exit 3.
-      std::vector<std::string> missing;
-      for (const auto& item : result_.forks)
-        if (item.status == BucketOutcome::not_found) missing.push_back(item.bucket);
-      if (result_.exit_code == 0) {
-        if (auto none = nothing_found_error(missing, result_.forks.size(), "fork")) {
-          result_.exit_code = exit_code(none->kind);
-          result_.error = std::move(none);
-        }
-      }
-    }
+      if (item.status == Status::failed) count(false, item.error);
+    result_.error = interrupted() ? interrupted_error(k_run_again)
+                                  : batch_error(tally, {"items", "fork", "could not be torn down"});
     return std::move(result_);
   }
 
-  tigris::Client& client_;
+  BatchRunner runner_;
   const TeardownPlan& plan_;
-  const std::atomic<bool>& interrupted_;
   std::vector<ManifestFile> manifests_;
   TeardownResult result_;
   std::vector<State> states_;  // parallel to result_.forks
@@ -731,6 +699,8 @@ class TeardownRun {
   std::vector<iam::KeySummary> keys_;
   std::string next_marker_;
   std::optional<Error> key_listing_error_;
+  // The first page of each source's fork listing, sent with the last bucket deletes.
+  std::map<std::string, http::Result> fork_listings_;
 };
 
 }  // namespace
@@ -832,19 +802,21 @@ TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& sel
 output::Json to_json(const TeardownResult& result) {
   output::Json forks = output::Json::array();
   for (const auto& item : result.forks) {
-    forks.push_back(output::item_json(output::Json{{"bucket", item.bucket}}, item_status(item),
-                                      output::Json{{"key", key_outcome_name(item.key)}}));
+    forks.push_back(output::item_json(output::Json{{"bucket", item.bucket}},
+                                      {item.status, item.error},
+                                      output::Json{{"key", output::status_name(item.key)}}));
   }
   output::Json snapshots = output::Json::array();
   for (const auto& item : result.snapshots) {
-    snapshots.push_back(output::item_json(
-        output::Json{{"bucket", item.bucket}, {"version", item.version}}, item_status(item)));
+    snapshots.push_back(
+        output::item_json(output::Json{{"bucket", item.bucket}, {"version", item.version}},
+                          {item.status, item.error}));
   }
   output::Json keys = output::Json::array();
   for (const auto& item : result.keys) {
     keys.push_back(
         output::item_json(output::Json{{"access_key_id", item.access_key_id}, {"name", item.name}},
-                          {std::string(key_outcome_name(item.status)), item.error}));
+                          {item.status, item.error}));
   }
   return output::Json{
       {"forks", std::move(forks)}, {"snapshots", std::move(snapshots)}, {"keys", std::move(keys)}};
@@ -853,17 +825,16 @@ output::Json to_json(const TeardownResult& result) {
 std::string to_table(const TeardownResult& result) {
   output::Table table({"BUCKET", "STATUS", "KEY", "ERROR"});
   for (const auto& item : result.forks)
-    table.row({item.bucket, output::status_cell(bucket_outcome_name(item.status)),
-               std::string(key_outcome_name(item.key)),
-               output::item_error_text(item_status(item))});
+    table.row({item.bucket, output::status_cell(item.status),
+               std::string(output::status_name(item.key)),
+               output::item_error_text({item.status, item.error})});
   for (const auto& item : result.snapshots)
-    table.row({item.bucket + " @" + item.version, std::string(bucket_outcome_name(item.status)),
-               "-", output::item_error_text(item_status(item))});
+    table.row({item.bucket + " @" + item.version, std::string(output::status_name(item.status)),
+               "-", output::item_error_text({item.status, item.error})});
   for (const auto& item : result.keys)
-    if (item.status == KeyOutcome::kept || item.status == KeyOutcome::failed)
-      table.row(
-          {"key " + item.access_key_id, std::string(key_outcome_name(item.status)), "-",
-           output::item_error_text({std::string(key_outcome_name(item.status)), item.error})});
+    if (item.status == Status::kept || item.status == Status::failed)
+      table.row({"key " + item.access_key_id, std::string(output::status_name(item.status)), "-",
+                 output::item_error_text({item.status, item.error})});
   return table.render("no forks to tear down\n");
 }
 
@@ -884,8 +855,8 @@ std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan) {
 }
 
 TeardownResult run_teardown(tigris::Client& client, const TeardownPlan& plan,
-                            const std::atomic<bool>& interrupted) {
-  return TeardownRun(client, plan, interrupted).run();
+                            const BatchSettings& settings) {
+  return TeardownRun(client, plan, settings).run();
 }
 
 }  // namespace tfork::workflow

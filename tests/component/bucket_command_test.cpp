@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "command_harness.hpp"
 
 using namespace tfork;
@@ -136,8 +137,9 @@ TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input orde
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = bucket_cmd::run_bucket_rm(client, {{"one", "gone", "full"}, false}, 5);
-  CHECK(transport.last_max_parallel == 5);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"one", "gone", "full"}, false},
+                                                workflow::BatchSettings{5});
+  CHECK(transport.widest_window == 5);
   REQUIRE(transport.requests.size() >= 3);
   for (std::size_t i = 0; i < 3; ++i) {
     CHECK(transport.requests[i].method == "DELETE");
@@ -160,30 +162,31 @@ TEST_CASE("bucket rm exit rule", "[bucket][rm]") {
   const Error conflict{ErrorKind::conflict, "BucketNotEmpty", "not empty", 409, {}};
   const Error network{ErrorKind::network, "ConnectError", "refused", 0, {}};
 
-  CHECK_NOTHROW(fail_if_any_failed(
-      RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"not-found", std::nullopt}}}}));
+  CHECK_NOTHROW(
+      fail_if_any_failed(RemoveResult{{{"a", {output::Status::deleted, std::nullopt}},
+                                       {"b", {output::Status::not_found, std::nullopt}}}}));
   // Every bucket missing: nothing to do, exit 3 (a typo as likely as a finished re-run).
   CHECK(failure_kind([&] {
-          fail_if_any_failed(RemoveResult{
-              {{"a", {"not-found", std::nullopt}}, {"b", {"not-found", std::nullopt}}}});
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::not_found, std::nullopt}},
+                                           {"b", {output::Status::not_found, std::nullopt}}}});
         }) == ErrorKind::not_found);
   // One bucket: its own error.
   CHECK(failure_kind([&] {
-          fail_if_any_failed(RemoveResult{{{"a", {"failed", conflict}}}});
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, conflict}}}});
         }) == ErrorKind::conflict);
   // All failed for one reason: that reason.
-  CHECK(
-      failure_kind([&] {
-        fail_if_any_failed(RemoveResult{{{"a", {"failed", network}}, {"b", {"failed", network}}}});
-      }) == ErrorKind::network);
-  // Different reasons, or some succeeded: 7.
-  CHECK(
-      failure_kind([&] {
-        fail_if_any_failed(RemoveResult{{{"a", {"failed", network}}, {"b", {"failed", conflict}}}});
-      }) == ErrorKind::partial);
   CHECK(failure_kind([&] {
-          fail_if_any_failed(
-              RemoveResult{{{"a", {"deleted", std::nullopt}}, {"b", {"failed", conflict}}}});
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, network}},
+                                           {"b", {output::Status::failed, network}}}});
+        }) == ErrorKind::network);
+  // Different reasons, or some succeeded: 7.
+  CHECK(failure_kind([&] {
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, network}},
+                                           {"b", {output::Status::failed, conflict}}}});
+        }) == ErrorKind::partial);
+  CHECK(failure_kind([&] {
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::deleted, std::nullopt}},
+                                           {"b", {output::Status::failed, conflict}}}});
         }) == ErrorKind::partial);
 }
 
@@ -198,7 +201,8 @@ TEST_CASE("bucket rm of a fork parent names its forks (X-Tigris-Fork listing)", 
                     "ForkInfo":{"HasChildren":false,"Parents":[{"BucketName":"src","Snapshot":"5"}]}}]}})");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = bucket_cmd::run_bucket_rm(client, {{"src"}, false}, 32);
+  const auto result =
+      bucket_cmd::run_bucket_rm(client, {{"src"}, false}, workflow::BatchSettings{32});
   REQUIRE(transport.requests.size() == 2);
   const auto& listing = transport.requests[1];
   CHECK(listing.method == "GET");
@@ -227,7 +231,8 @@ TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
     return ok(204);
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = bucket_cmd::run_bucket_rm(client, {{"parent", "missing", "child"}, true}, 8);
+  const auto result = bucket_cmd::run_bucket_rm(client, {{"parent", "missing", "child"}, true},
+                                                workflow::BatchSettings{8});
 
   std::vector<std::string> deletes;
   for (const auto& request : transport.requests) {
@@ -238,10 +243,10 @@ TEST_CASE("bucket rm --force: HeadBucket first; a fork parent is never deleted",
   }
   CHECK(deletes == std::vector<std::string>{"/child"});
   CHECK(transport.requests[0].method == "HEAD");
-  CHECK(result.buckets[0].outcome.status == "failed");
+  CHECK(result.buckets[0].outcome.status == output::Status::failed);
   CHECK(result.buckets[0].outcome.error->code == "BucketHasForks");
-  CHECK(result.buckets[1].outcome.status == "not-found");
-  CHECK(result.buckets[2].outcome.status == "deleted");
+  CHECK(result.buckets[1].outcome.status == output::Status::not_found);
+  CHECK(result.buckets[2].outcome.status == output::Status::deleted);
 }
 
 TEST_CASE("bucket rm: a network failure is a failed item with http_status null", "[bucket][rm]") {
@@ -249,7 +254,8 @@ TEST_CASE("bucket rm: a network failure is a failed item with http_status null",
     return std::unexpected(http::TransportError{http::TransportError::Kind::connect, "refused", 3});
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = bucket_cmd::run_bucket_rm(client, {{"one"}, false}, 32);
+  const auto result =
+      bucket_cmd::run_bucket_rm(client, {{"one"}, false}, workflow::BatchSettings{32});
   CHECK(bucket_cmd::to_json(result)["buckets"][0]["error"]["http_status"].is_null());
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::network);
 }

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "batch_support.hpp"
 #include "command_harness.hpp"
 #include <algorithm>
 #include <map>
@@ -171,14 +172,14 @@ TEST_CASE(
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now, 8, false);
+  const auto result = snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now,
+                                                       false, workflow::BatchSettings{8});
   // ListBucketSnapshots, the fork listing, then one DELETE per selected unused snapshot.
   REQUIRE(transport.requests.size() == 4);
   CHECK(header_of(transport.requests[0], "X-Tigris-Snapshot") == "data");
   CHECK(query_of(transport.requests[0]) == "x-id=ListBuckets");
   CHECK(header_of(transport.requests[1], "X-Tigris-Fork") == "data");
-  CHECK(transport.last_max_parallel == 8);
+  CHECK(transport.widest_window == 8);
   for (std::size_t i = 2; i < 4; ++i) {
     const auto& request = transport.requests[i];
     CHECK(request.method == "DELETE");
@@ -199,11 +200,11 @@ TEST_CASE(
 
   // Run twice: nothing left to delete, nothing sent but the two listings; exit 0.
   transport.requests.clear();
-  const auto again =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now, 8, false);
+  const auto again = snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now,
+                                                      false, workflow::BatchSettings{8});
   CHECK(deleted_versions(transport).empty());
   REQUIRE(again.snapshots.size() == 1);
-  CHECK(again.snapshots[0].outcome.status == "kept");
+  CHECK(again.snapshots[0].outcome.status == output::Status::kept);
   CHECK_NOTHROW(fail_if_any_failed(again));
 }
 
@@ -212,13 +213,13 @@ TEST_CASE("snapshot prune --unused on a fork keeps the snapshot a fork of the fo
   auto account = prune_account();
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("fork-a", 0, true), k_now, 4, false);
+  const auto result = snapshot_cmd::run_snapshot_prune(client, keep_last("fork-a", 0, true), k_now,
+                                                       false, workflow::BatchSettings{4});
   CHECK(deleted_versions(transport).empty());
   CHECK(header_of(transport.requests[1], "X-Tigris-Fork") == "fork-a");
   REQUIRE(result.snapshots.size() == 1);
   CHECK(result.snapshots[0].forks == 1);
-  CHECK(result.snapshots[0].outcome.status == "kept");
+  CHECK(result.snapshots[0].outcome.status == output::Status::kept);
 }
 
 TEST_CASE("snapshot prune without --unused deletes a used snapshot too, and says it was used",
@@ -226,13 +227,13 @@ TEST_CASE("snapshot prune without --unused deletes a used snapshot too, and says
   auto account = prune_account();
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("data", 2, false), k_now, 4, false);
+  const auto result = snapshot_cmd::run_snapshot_prune(client, keep_last("data", 2, false), k_now,
+                                                       false, workflow::BatchSettings{4});
   CHECK(deleted_versions(transport) ==
         std::vector<std::string>{"1751631910000000001", "1751631910000000002"});
   REQUIRE(result.snapshots.size() == 2);
   CHECK(result.snapshots[0].forks == 1);  // shown, not protected
-  CHECK(result.snapshots[0].outcome.status == "deleted");
+  CHECK(result.snapshots[0].outcome.status == output::Status::deleted);
 }
 
 TEST_CASE("snapshot prune --dry-run sends no delete and says what would go",
@@ -240,8 +241,8 @@ TEST_CASE("snapshot prune --dry-run sends no delete and says what would go",
   auto account = prune_account();
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("data", 0, true), k_now, 4, true);
+  const auto result = snapshot_cmd::run_snapshot_prune(client, keep_last("data", 0, true), k_now,
+                                                       true, workflow::BatchSettings{4});
   CHECK(std::ranges::none_of(transport.requests,
                              [](const auto& request) { return request.method != "GET"; }));
   CHECK(account.snapshots["data"].size() == 4);
@@ -265,7 +266,8 @@ TEST_CASE("snapshot prune --older-than: by CreationDate, else by the version's t
   snapshot_cmd::PruneOptions options;
   options.bucket = "data";
   options.older_than = std::chrono::hours(3);
-  const auto result = snapshot_cmd::run_snapshot_prune(client, options, k_now, 4, false);
+  const auto result =
+      snapshot_cmd::run_snapshot_prune(client, options, k_now, false, workflow::BatchSettings{4});
   // 11:59 and 10:00 today are newer than 09:00; the two older dated ones and the July one go.
   CHECK(deleted_versions(transport) == std::vector<std::string>{"1751631910000000000",
                                                                 "1751631910000000001",
@@ -275,7 +277,8 @@ TEST_CASE("snapshot prune --older-than: by CreationDate, else by the version's t
   // A cut-off before every snapshot: nothing selected, not even the fork listing is sent.
   transport.requests.clear();
   options.older_than = std::chrono::hours(24 * 365 * 3);
-  CHECK(snapshot_cmd::run_snapshot_prune(client, options, k_now, 4, false).snapshots.empty());
+  CHECK(snapshot_cmd::run_snapshot_prune(client, options, k_now, false, workflow::BatchSettings{4})
+            .snapshots.empty());
   CHECK(transport.requests.size() == 1);
 }
 
@@ -287,15 +290,15 @@ TEST_CASE(
   account.failing_deletes.insert("1751631910000000003");
   FakeTransport transport(std::ref(account));
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result =
-      snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now, 4, false);
-  CHECK(result.snapshots[0].outcome.status == "failed");
-  CHECK(result.snapshots[2].outcome.status == "deleted");
+  const auto result = snapshot_cmd::run_snapshot_prune(client, keep_last("data", 1, true), k_now,
+                                                       false, workflow::BatchSettings{4});
+  CHECK(result.snapshots[0].outcome.status == output::Status::failed);
+  CHECK(result.snapshots[2].outcome.status == output::Status::deleted);
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::partial);
 
   CHECK(failure_kind([&] {
-          snapshot_cmd::run_snapshot_prune(client, keep_last("nothing-here", 0, false), k_now, 4,
-                                           false);
+          snapshot_cmd::run_snapshot_prune(client, keep_last("nothing-here", 0, false), k_now,
+                                           false, workflow::BatchSettings{4});
         }) == ErrorKind::not_found);
 }
 
@@ -308,7 +311,8 @@ TEST_CASE("snapshot prune --unused: when the forks cannot be listed nothing is d
   });
   tigris::Client client(settings(), transport, fixed_clock());
   CHECK(failure_kind([&] {
-          snapshot_cmd::run_snapshot_prune(client, keep_last("data", 0, true), k_now, 4, false);
+          snapshot_cmd::run_snapshot_prune(client, keep_last("data", 0, true), k_now, false,
+                                           workflow::BatchSettings{4});
         }) == ErrorKind::auth);
   CHECK(deleted_versions(transport).empty());
 }
@@ -401,7 +405,7 @@ TEST_CASE(
   tigris::Client client(settings(), transport, fixed_clock());
 
   const auto tree = bucket_cmd::run_bucket_tree(client, "data", 16);
-  CHECK(transport.last_max_parallel == 16);
+  CHECK(transport.widest_window == 16);
   // Level 0: data's snapshots, data's forks. Level 1: the snapshots of its four forks (one
   // parallel batch), the forks of fork-a (the only one with children). Level 2: fork-a-1's
   // snapshots; it has no children, so its forks are not asked for.

@@ -2,13 +2,15 @@
 #pragma once
 // A recording fake transport for component tests: it keeps every request exactly as the
 // client would send it, and answers with a function of the test's choosing. Like the curl
-// transport, send_all may report completions out of input order (`complete_in_reverse`);
-// the returned vector is always in input order (tfork/http/transport.hpp).
+// transport, it may report completions out of input order (`complete_in_reverse`), which the
+// contract of Transport::send_batch allows (tfork/http/transport.hpp).
 
 #include "tfork/http/transport.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace tfork::testing {
@@ -22,29 +24,30 @@ class FakeTransport : public http::Transport {
       responder_ = [](const http::Request&) { return http::Response{200, {}, {}, 1}; };
   }
 
-  http::Result send(const http::Request& request) override {
-    std::lock_guard lock(mutex_);
-    requests.push_back(request);
-    return responder_(request);
-  }
-
-  std::vector<http::Result> send_all(
-      std::span<const http::Request> batch, std::size_t max_parallel,
-      const std::function<void(std::size_t, const http::Result&)>& on_done) override {
-    last_max_parallel = max_parallel;
-    std::vector<http::Result> results;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      results.push_back(send(batch[i]));
-      if (on_done && !complete_in_reverse) on_done(i, results.back());
+  // Keeps the contract of Transport::send_batch: every request taken is answered once, on
+  // this thread. The requests ready at once are sent in order, then answered (in reverse with
+  // `complete_in_reverse`); a batch that holds requests back until a time is waited for.
+  void send_batch(http::Batch& batch, std::size_t max_parallel) override {
+    widest_window = std::max(widest_window, max_parallel);
+    while (true) {
+      std::vector<std::pair<std::size_t, http::Result>> answered;
+      while (const auto ready = batch.next()) {
+        std::lock_guard lock(mutex_);
+        requests.push_back(*ready->request);
+        answered.emplace_back(ready->id, responder_(*ready->request));
+      }
+      if (complete_in_reverse) std::reverse(answered.begin(), answered.end());
+      for (auto& [id, result] : answered)
+        batch.done(id, std::move(result));
+      if (!answered.empty()) continue;
+      const auto wake = batch.next_ready_at();
+      if (batch.exhausted() || !wake) return;
+      std::this_thread::sleep_until(*wake);
     }
-    if (on_done && complete_in_reverse)
-      for (std::size_t i = batch.size(); i-- > 0;)
-        on_done(i, results[i]);
-    return results;
   }
 
   std::vector<http::Request> requests;
-  std::size_t last_max_parallel = 0;
+  std::size_t widest_window = 0;     // the largest max_parallel of any batch
   bool complete_in_reverse = false;  // report the last request of a batch done first
 
  private:

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "fake_tigris.hpp"
 #include <filesystem>
 #include <fstream>
@@ -89,15 +90,14 @@ TEST_CASE("fork create sends one snapshot, N forks of it and N scoped keys", "[f
   auto transport = tigris.transport();
   auto client = make_client(*transport);
   auto plan = plan_for(3);
-  plan.concurrency = 7;
 
-  const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-  REQUIRE(outcome.exit_code == 0);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt, 7));
+  REQUIRE(exit_of(outcome.error) == 0);
   CHECK_FALSE(outcome.error);
 
   const auto& requests = transport->requests;
   REQUIRE(requests.size() == 7);
-  CHECK(transport->last_max_parallel == 7);
+  CHECK(transport->widest_window == 7);
 
   // 1. exactly one snapshot, named after the prefix
   CHECK(requests[0].method == "PUT");
@@ -174,8 +174,8 @@ TEST_CASE("fork create with --snapshot takes no snapshot; --keys none mints no k
   request.keys = "none";
   const auto plan = workflow::plan_fork_create(request, 0);
 
-  const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-  REQUIRE(outcome.exit_code == 0);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+  REQUIRE(exit_of(outcome.error) == 0);
   // The version is checked against ListBucketSnapshots first (cli.md §4.8).
   REQUIRE(transport->requests.size() == 3);
   CHECK(transport->requests[0].method == "GET");
@@ -270,8 +270,8 @@ TEST_CASE("a failing fork rolls back what the run created", "[fork]") {
   auto transport = tigris.transport();
   auto client = make_client(*transport);
 
-  const auto outcome = workflow::run_fork_create(client, plan_for(3), no_interrupt);
-  CHECK(outcome.exit_code == 6);  // conflict
+  const auto outcome = workflow::run_fork_create(client, plan_for(3), batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 6);  // conflict
   REQUIRE(outcome.error);
   CHECK_THAT(outcome.error->message, Catch::Contains("run-2") && Catch::Contains("rolled back 2"));
   const auto& forks = outcome.manifest.forks;
@@ -279,12 +279,20 @@ TEST_CASE("a failing fork rolls back what the run created", "[fork]") {
   CHECK(forks[1].status == ForkStatus::failed);
   CHECK(forks[1].error->code == "BucketAlreadyExists");
   CHECK(forks[2].status == ForkStatus::rolled_back);
-  // Nothing of this run is left; the other owner's bucket is untouched; no key was minted.
+  // Nothing of this run is left; the other owner's bucket is untouched. The keys of the forks
+  // made before the conflict was known went out with them (each fork's key follows its fork),
+  // and were revoked before the forks went.
   CHECK(tigris.buckets.size() == 2);
   CHECK(tigris.buckets.contains("run-2"));
   CHECK(tigris.keys.empty());
-  for (const auto& sent : transport->requests)
-    CHECK(sent.method != "POST");
+  std::size_t minted = 0, revoked = 0;
+  for (const auto& sent : transport->requests) {
+    minted += sent.url.find("Action=CreateAccessKeyWithBucketsRole") != std::string::npos;
+    revoked += sent.url.find("Action=DeleteAccessKey") != std::string::npos;
+  }
+  CHECK(minted <= 2);  // never one for run-2
+  CHECK(revoked == minted);
+  CHECK_THAT(outcome.error->message, Catch::Contains(fmt::format("and {} key", minted)));
   const auto json = workflow::to_json(outcome.manifest);
   CHECK(json["forks"][1]["error"]["code"] == "BucketAlreadyExists");
   CHECK(json["forks"][1]["error"]["http_status"] == 409);
@@ -302,8 +310,8 @@ TEST_CASE("a failing key rolls back keys, then forks", "[fork]") {
   auto transport = tigris.transport();
   auto client = make_client(*transport);
 
-  const auto outcome = workflow::run_fork_create(client, plan_for(3), no_interrupt);
-  CHECK(outcome.exit_code == 2);
+  const auto outcome = workflow::run_fork_create(client, plan_for(3), batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 2);
   CHECK(tigris.keys.empty());
   CHECK(tigris.buckets.size() == 1);
   for (const auto& fork : outcome.manifest.forks) {
@@ -342,8 +350,8 @@ TEST_CASE("--keep-partial keeps the successes and exits 7; teardown finishes", "
   auto plan = plan_for(3);
   plan.keep_partial = true;
 
-  const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-  CHECK(outcome.exit_code == 7);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 7);
   const auto& forks = outcome.manifest.forks;
   CHECK(forks[0].status == ForkStatus::created);
   CHECK_FALSE(forks[0].access_key_id.empty());
@@ -355,8 +363,8 @@ TEST_CASE("--keep-partial keeps the successes and exits 7; teardown finishes", "
   // teardown --manifest removes this run's forks and keys, never the other owner's bucket.
   const auto teardown = teardown_plan(outcome.manifest);
   REQUIRE(teardown.targets.size() == 2);
-  const auto result = workflow::run_teardown(client, teardown, no_interrupt);
-  CHECK(result.exit_code == 0);
+  const auto result = workflow::run_teardown(client, teardown, batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
   CHECK(tigris.keys.empty());
   CHECK(tigris.buckets.size() == 2);
   CHECK(tigris.buckets.contains("run-2"));
@@ -373,8 +381,8 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
     auto client = make_client(*transport);
     auto plan = plan_for(3);
     plan.exist_ok = true;
-    const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-    CHECK(outcome.exit_code == 0);
+    const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+    CHECK(exit_of(outcome.error) == 0);
     CHECK(outcome.manifest.forks[1].status == ForkStatus::exists);
     CHECK_FALSE(outcome.manifest.forks[1].access_key_id.empty());
     // Only the conflicting fork gets a HeadBucket.
@@ -392,8 +400,8 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
     auto client = make_client(*transport);
     auto plan = plan_for(3);
     plan.exist_ok = true;
-    const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-    CHECK(outcome.exit_code == 6);
+    const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+    CHECK(exit_of(outcome.error) == 6);
     const auto& fork = outcome.manifest.forks[1];
     CHECK(fork.status == ForkStatus::failed);
     REQUIRE(fork.error);
@@ -408,16 +416,16 @@ TEST_CASE("--exist-ok adopts a fork of the same source and mints it a key", "[fo
     auto client = make_client(*transport);
     auto plan = plan_for(3);
     plan.exist_ok = true;
-    const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-    CHECK(outcome.exit_code == 6);
+    const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+    CHECK(exit_of(outcome.error) == 6);
     CHECK(outcome.manifest.forks[1].status == ForkStatus::failed);
     CHECK(tigris.buckets.contains("run-2"));
   }
   SECTION("without --exist-ok the run fails and leaves the existing fork alone") {
     auto transport = tigris.transport();
     auto client = make_client(*transport);
-    const auto outcome = workflow::run_fork_create(client, plan_for(3), no_interrupt);
-    CHECK(outcome.exit_code == 6);
+    const auto outcome = workflow::run_fork_create(client, plan_for(3), batch(no_interrupt));
+    CHECK(exit_of(outcome.error) == 6);
     CHECK(tigris.buckets.contains("run-2"));
     CHECK_FALSE(tigris.buckets.contains("run-1"));
     // One HeadBucket, of the taken name only, to say what it is.
@@ -444,8 +452,8 @@ TEST_CASE("a retried create answered 409 for our own fork counts as created", "[
   };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto outcome = workflow::run_fork_create(client, plan_for(3), no_interrupt);
-  CHECK(outcome.exit_code == 0);
+  const auto outcome = workflow::run_fork_create(client, plan_for(3), batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 0);
   CHECK(outcome.manifest.forks[1].status == ForkStatus::created);
   CHECK_FALSE(outcome.manifest.forks[1].access_key_id.empty());
 }
@@ -454,8 +462,8 @@ TEST_CASE("a missing source fails at the snapshot and creates nothing", "[fork]"
   FakeTigris tigris;
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto outcome = workflow::run_fork_create(client, plan_for(2), no_interrupt);
-  CHECK(outcome.exit_code == 3);
+  const auto outcome = workflow::run_fork_create(client, plan_for(2), batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 3);
   // The snapshot, then a HeadBucket that says why; no fork request.
   REQUIRE(transport->requests.size() == 2);
   CHECK(transport->requests[1].method == "HEAD");
@@ -507,8 +515,8 @@ TEST_CASE("the manifest is 0600 and lets teardown find everything that exists at
   auto client = make_client(*transport);
   auto plan = plan_for(4);
   plan.manifest_path = path;
-  const auto outcome = workflow::run_fork_create(client, plan, no_interrupt);
-  CHECK(outcome.exit_code == 0);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(no_interrupt));
+  CHECK(exit_of(outcome.error) == 0);
   CHECK(checks == 9);
   const auto final_manifest = workflow::read_manifest(path);
   CHECK(workflow::to_json(final_manifest) == workflow::to_json(outcome.manifest));
@@ -532,8 +540,8 @@ TEST_CASE("the manifest is 0600 and lets teardown find everything that exists at
   const auto adopting = workflow::plan_fork_create(again, 0);
   REQUIRE(adopting.adopted);
   CHECK(adopting.snapshot == final_manifest.snapshot);  // continues that run's snapshot
-  const auto more = workflow::run_fork_create(client, adopting, no_interrupt);
-  CHECK(more.exit_code == 0);
+  const auto more = workflow::run_fork_create(client, adopting, batch(no_interrupt));
+  CHECK(exit_of(more.error) == 0);
   const auto merged = workflow::read_manifest(path);
   CHECK(merged.forks.size() == 5);
   CHECK(merged.forks[0].bucket == "more-1");
@@ -549,7 +557,7 @@ TEST_CASE("an unwritable manifest fails before anything is sent", "[fork]") {
   auto client = make_client(*transport);
   auto plan = plan_for(2);
   plan.manifest_path = "/nonexistent-dir/run.json";
-  CHECK_THROWS_AS(workflow::run_fork_create(client, plan, no_interrupt), TforkError);
+  CHECK_THROWS_AS(workflow::run_fork_create(client, plan, batch(no_interrupt)), TforkError);
   CHECK(transport->requests.empty());
 }
 
@@ -574,8 +582,8 @@ TEST_CASE("SIGINT stops with a consistent manifest; teardown finishes the job", 
   auto client = make_client(*transport);
   auto plan = plan_for(4);
   plan.manifest_path = path;
-  const auto outcome = workflow::run_fork_create(client, plan, interrupted);
-  CHECK(outcome.exit_code == 130);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(interrupted));
+  CHECK(exit_of(outcome.error) == 130);
   const auto manifest = workflow::read_manifest(path);
   CHECK(manifest.forks[0].status == ForkStatus::created);
   CHECK(manifest.forks[1].status == ForkStatus::created);
@@ -589,8 +597,8 @@ TEST_CASE("SIGINT stops with a consistent manifest; teardown finishes the job", 
 
   interrupted = false;
   tigris.fail_when = nullptr;
-  const auto result = workflow::run_teardown(client, teardown_plan(manifest), interrupted);
-  CHECK(result.exit_code == 0);
+  const auto result = workflow::run_teardown(client, teardown_plan(manifest), batch(interrupted));
+  CHECK(exit_of(result.error) == 0);
   CHECK(tigris.buckets.size() == 1);
   CHECK(result.forks[3].status == workflow::BucketOutcome::already_gone);
 }
@@ -612,16 +620,16 @@ TEST_CASE("SIGINT during the keys: teardown finds the unrecorded key by name", "
   };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto outcome = workflow::run_fork_create(client, plan_for(3), interrupted);
-  CHECK(outcome.exit_code == 130);
+  const auto outcome = workflow::run_fork_create(client, plan_for(3), batch(interrupted));
+  CHECK(exit_of(outcome.error) == 130);
   CHECK(outcome.manifest.forks[1].key_may_be_unrecorded());
   CHECK(tigris.keys.size() == 2);
 
   interrupted = false;
   tigris.fail_when = nullptr;
   const auto plan = teardown_plan(outcome.manifest);
-  const auto result = workflow::run_teardown(client, plan, interrupted);
-  CHECK(result.exit_code == 0);
+  const auto result = workflow::run_teardown(client, plan, batch(interrupted));
+  CHECK(exit_of(result.error) == 0);
   CHECK(tigris.keys.empty());
   CHECK(tigris.buckets.size() == 1);
 }

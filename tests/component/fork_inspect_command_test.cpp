@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "command_harness.hpp"
 
 using namespace tfork;
@@ -41,9 +42,9 @@ TEST_CASE("fork head: HeadBucket per bucket, in parallel; 404 is exists:false", 
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result =
-      fork_cmd::run_fork_head(client, {"run-42-3", "training-data", "nothing-here"}, 16);
-  CHECK(transport.last_max_parallel == 16);
+  const auto result = fork_cmd::run_fork_head(client, {"run-42-3", "training-data", "nothing-here"},
+                                              workflow::BatchSettings{16});
+  CHECK(transport.widest_window == 16);
   REQUIRE(transport.requests.size() == 3);
   for (const auto& request : transport.requests) {
     CHECK(request.method == "HEAD");
@@ -69,12 +70,14 @@ TEST_CASE("fork head: every bucket exists → no error; an auth failure fails th
   int status = 200;
   FakeTransport transport([&](const http::Request&) -> http::Result { return ok(status); });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = fork_cmd::run_fork_head(client, {"one", "two"}, 4);
+  const auto result = fork_cmd::run_fork_head(client, {"one", "two"}, workflow::BatchSettings{4});
   CHECK_NOTHROW(fail_if_missing(result));
   CHECK_FALSE(result.buckets[0].head.snapshots_enabled);  // header absent: false
 
   status = 403;
-  CHECK(failure_kind([&] { fork_cmd::run_fork_head(client, {"one"}, 4); }) == ErrorKind::auth);
+  CHECK(failure_kind([&] {
+          fork_cmd::run_fork_head(client, {"one"}, workflow::BatchSettings{4});
+        }) == ErrorKind::auth);
 }
 
 TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork][ls]") {

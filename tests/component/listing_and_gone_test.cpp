@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "fake_tigris.hpp"
 
 using namespace tfork;
@@ -119,16 +120,16 @@ TEST_CASE("snapshot rm and teardown --delete-snapshot agree on what is nothing t
     auto transport = tigris.transport();
     auto client = make_client(*transport);
 
-    const auto removed =
-        commands::snapshot::run_snapshot_rm(client, {"data", {"1751631910196672425"}}, 4);
-    CHECK(removed.versions.at(0).outcome.status == c.rm_status);
+    const auto removed = commands::snapshot::run_snapshot_rm(
+        client, {"data", {"1751631910196672425"}}, workflow::BatchSettings{4});
+    CHECK(output::status_name(removed.versions.at(0).outcome.status) == c.rm_status);
 
     workflow::TeardownPlan plan;
     workflow::SnapshotTarget snapshot;
     snapshot.bucket = "data";
     snapshot.version = "1751631910196672425";
     plan.snapshots.push_back(snapshot);
-    const auto torn = workflow::run_teardown(client, plan, no_interrupt);
+    const auto torn = workflow::run_teardown(client, plan, batch(no_interrupt));
     REQUIRE(torn.snapshots.size() == 1);
     CHECK(workflow::to_json(torn)["snapshots"][0]["status"] == c.teardown_status);
   }

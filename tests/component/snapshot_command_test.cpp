@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "batch_support.hpp"
 #include "command_harness.hpp"
 
 using namespace tfork;
@@ -245,8 +246,9 @@ TEST_CASE("snapshot rm: DELETE /BUCKET with X-Tigris-Snapshot-Version, per versi
     return ok(204);
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2", "3"}}, 4);
-  CHECK(transport.last_max_parallel == 4);
+  const auto result =
+      snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2", "3"}}, workflow::BatchSettings{4});
+  CHECK(transport.widest_window == 4);
   REQUIRE(transport.requests.size() == 3);
   for (const auto& request : transport.requests) {
     CHECK(request.method == "DELETE");
@@ -266,7 +268,8 @@ TEST_CASE("snapshot rm: a missing bucket fails (exit 3), it is not 'already gone
   FakeTransport transport(
       [](const http::Request&) -> http::Result { return s3_error(404, "NoSuchBucket"); });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2"}}, 4);
-  CHECK(result.versions[0].outcome.status == "failed");
+  const auto result =
+      snapshot_cmd::run_snapshot_rm(client, {"data", {"1", "2"}}, workflow::BatchSettings{4});
+  CHECK(result.versions[0].outcome.status == output::Status::failed);
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::not_found);
 }

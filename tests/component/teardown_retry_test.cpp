@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "fake_tigris.hpp"
 
 using namespace tfork;
@@ -50,8 +51,8 @@ TEST_CASE("teardown retries a parent's 409 on a later wave, then deletes it", "[
   auto transport = tree.tigris.transport();
   auto client = make_client(*transport);
   const auto result = workflow::run_teardown(
-      client, workflow::plan_from_names({"parent", "parent-child"}), no_interrupt);
-  CHECK(result.exit_code == 0);
+      client, workflow::plan_from_names({"parent", "parent-child"}), batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
   CHECK(result.forks[0].status == BucketOutcome::deleted);
   CHECK(count(transport->requests, "DELETE", k_endpoint + "/parent") == 2);
   CHECK_FALSE(tree.tigris.buckets.contains("parent"));
@@ -64,8 +65,8 @@ TEST_CASE("teardown gives up on a parent that keeps answering 409: that fork fai
   auto client = make_client(*transport);
   auto plan = workflow::plan_from_names({"parent", "parent-child"});
   plan.parent_retry_budget = std::chrono::milliseconds(300);
-  const auto result = workflow::run_teardown(client, plan, no_interrupt);
-  CHECK(result.exit_code == 7);
+  const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
+  CHECK(exit_of(result.error) == 7);
   CHECK(result.forks[0].status == BucketOutcome::failed);
   REQUIRE(result.forks[0].error);
   CHECK(result.forks[0].error->code == "BucketHasForks");
@@ -83,8 +84,8 @@ TEST_CASE("a 409 on the first wave is retried too (a new child may not be visibl
   auto client = make_client(*transport);
   tree.tigris.buckets.erase("parent-child");
   const auto result =
-      workflow::run_teardown(client, workflow::plan_from_names({"parent"}), no_interrupt);
-  CHECK(result.exit_code == 0);
+      workflow::run_teardown(client, workflow::plan_from_names({"parent"}), batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
   CHECK(count(transport->requests, "DELETE", k_endpoint + "/parent") == 3);
 }
 
@@ -104,8 +105,8 @@ TEST_CASE("teardown and fork create do not depend on completion order", "[teardo
     request.prefix = "run";
     request.manifest_path = scratch.path / fmt::format("run-{}.json", reverse);
     const auto plan = workflow::plan_fork_create(request, 1'751'631'910'000);
-    const auto created = workflow::run_fork_create(client, plan, no_interrupt);
-    REQUIRE(created.exit_code == 0);
+    const auto created = workflow::run_fork_create(client, plan, batch(no_interrupt));
+    REQUIRE(exit_of(created.error) == 0);
     std::vector<std::string> names;
     for (const auto& fork : created.manifest.forks) {
       names.push_back(fork.bucket);
@@ -119,8 +120,8 @@ TEST_CASE("teardown and fork create do not depend on completion order", "[teardo
         client,
         workflow::plan_from_manifests(
             {workflow::ManifestFile{*plan.manifest_path, created.manifest}}, true, false),
-        no_interrupt);
-    CHECK(torn.exit_code == 0);
+        batch(no_interrupt));
+    CHECK(exit_of(torn.error) == 0);
     for (const auto& fork : torn.forks)
       CHECK(fork.status == BucketOutcome::deleted);
     CHECK(tigris.buckets.size() == 1);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "fake_tigris.hpp"
 #include <filesystem>
 #include <unistd.h>
@@ -80,10 +81,9 @@ TEST_CASE("teardown from a manifest: keys first, then buckets; the manifest says
   auto client = make_client(*transport);
 
   auto plan = manifest_plan(manifest, dir.path / "run.json");
-  plan.concurrency = 5;
-  const auto result = workflow::run_teardown(client, plan, no_interrupt);
+  const auto result = workflow::run_teardown(client, plan, batch(no_interrupt, 5));
   INFO(workflow::to_json(result).dump());
-  CHECK(result.exit_code == 0);
+  CHECK(exit_of(result.error) == 0);
   CHECK(tigris.buckets.size() == 1);
   CHECK(tigris.keys.size() == 2);
   CHECK(tigris.keys.contains("tid_wide"));
@@ -112,8 +112,8 @@ TEST_CASE("teardown from a manifest: keys first, then buckets; the manifest says
   // A re-run from the updated manifest has nothing left to do.
   const auto again = workflow::run_teardown(
       client, workflow::plan_from_manifests({{dir.path / "run.json", after}}, false, false),
-      no_interrupt);
-  CHECK(again.exit_code == 0);
+      batch(no_interrupt));
+  CHECK(exit_of(again.error) == 0);
   CHECK(again.forks.empty());
 }
 
@@ -129,8 +129,8 @@ TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when 
     auto transport = tigris.transport();
     auto client = make_client(*transport);
     const auto result = workflow::run_teardown(
-        client, manifest_plan(manifest, dir.path / "a.json", false, true), no_interrupt);
-    CHECK(result.exit_code == 0);
+        client, manifest_plan(manifest, dir.path / "a.json", false, true), batch(no_interrupt));
+    CHECK(exit_of(result.error) == 0);
     CHECK(tigris.snapshots.size() == 1);
   }
   SECTION("another fork of the source still uses it") {
@@ -142,9 +142,9 @@ TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when 
     tigris.buckets["someone-else"] = {"data", tigris.next_version};
     auto transport = tigris.transport();
     auto client = make_client(*transport);
-    const auto result =
-        workflow::run_teardown(client, manifest_plan(manifest, dir.path / "b.json"), no_interrupt);
-    CHECK(result.exit_code == 0);
+    const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "b.json"),
+                                               batch(no_interrupt));
+    CHECK(exit_of(result.error) == 0);
     CHECK(tigris.snapshots.size() == 1);
     REQUIRE(result.snapshots.size() == 1);
     CHECK(result.snapshots[0].status == BucketOutcome::skipped);
@@ -156,11 +156,12 @@ TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when 
     auto manifest = manifest_of(tigris, {"run-1"});
     auto transport = tigris.transport();
     auto client = make_client(*transport);
-    workflow::run_teardown(client, manifest_plan(manifest, dir.path / "c.json"), no_interrupt);
+    workflow::run_teardown(client, manifest_plan(manifest, dir.path / "c.json"),
+                           batch(no_interrupt));
     CHECK(tigris.snapshots.size() == 1);
     manifest = manifest_of(tigris, {"run-2"});
     workflow::run_teardown(client, manifest_plan(manifest, dir.path / "d.json", true),
-                           no_interrupt);
+                           batch(no_interrupt));
     CHECK(tigris.snapshots.empty());
   }
   SECTION("a run killed before it learnt its version: found by its name") {
@@ -174,9 +175,9 @@ TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when 
     manifest.snapshot_name = "tfork run";
     auto transport = tigris.transport();
     auto client = make_client(*transport);
-    const auto result =
-        workflow::run_teardown(client, manifest_plan(manifest, dir.path / "e.json"), no_interrupt);
-    CHECK(result.exit_code == 0);
+    const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "e.json"),
+                                               batch(no_interrupt));
+    CHECK(exit_of(result.error) == 0);
     CHECK(tigris.snapshots == std::set<std::string>{"data@1"});
   }
 }
@@ -194,8 +195,8 @@ TEST_CASE("a fork parent is left with its key unless --recursive, which goes chi
   auto client = make_client(*transport);
 
   auto plan = workflow::plan_from_names({"aaa", "bbb"});
-  auto result = workflow::run_teardown(client, plan, no_interrupt);
-  CHECK(result.exit_code == 7);
+  auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
+  CHECK(exit_of(result.error) == 7);
   CHECK(result.forks[0].status == BucketOutcome::skipped);
   CHECK(result.forks[0].error->code == "BucketHasForks");
   CHECK(result.forks[1].status == BucketOutcome::deleted);
@@ -205,8 +206,8 @@ TEST_CASE("a fork parent is left with its key unless --recursive, which goes chi
   transport->requests.clear();
   plan = workflow::plan_from_names({"aaa"});
   plan.recursive = true;
-  result = workflow::run_teardown(client, plan, no_interrupt);
-  CHECK(result.exit_code == 0);
+  result = workflow::run_teardown(client, plan, batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
   CHECK(tigris.buckets.size() == 1);
   CHECK(tigris.keys.empty());
   const auto& requests = transport->requests;
@@ -229,11 +230,11 @@ TEST_CASE("teardown refuses buckets that are not forks, or forks of another sour
   auto transport = tigris.transport();
   auto client = make_client(*transport);
   const auto result = workflow::run_teardown(
-      client, workflow::plan_from_names({"data", "run-1", "plain"}), no_interrupt);
+      client, workflow::plan_from_names({"data", "run-1", "plain"}), batch(no_interrupt));
   CHECK(result.forks[0].status == BucketOutcome::skipped);
   CHECK(result.forks[1].status == BucketOutcome::deleted);
   CHECK(result.forks[2].status == BucketOutcome::skipped);
-  CHECK(result.exit_code == 7);
+  CHECK(exit_of(result.error) == 7);
   CHECK(tigris.buckets.contains("data"));
   CHECK(tigris.buckets.contains("plain"));
 
@@ -244,8 +245,8 @@ TEST_CASE("teardown refuses buckets that are not forks, or forks of another sour
   fork.bucket = "other-1";
   fork.status = workflow::ForkStatus::created;
   manifest.forks.push_back(fork);
-  const auto refused =
-      workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"), no_interrupt);
+  const auto refused = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"),
+                                              batch(no_interrupt));
   CHECK(refused.forks[0].status == BucketOutcome::skipped);
   CHECK(tigris.buckets.contains("other-1"));
 }
@@ -264,9 +265,9 @@ TEST_CASE("HeadBucket 404 is no proof: the force DELETE goes out, and its 404 sa
   };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  const auto result =
-      workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"), no_interrupt);
-  CHECK(result.exit_code == 0);
+  const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"),
+                                             batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
   CHECK(result.forks[0].status == BucketOutcome::deleted);
   CHECK(result.forks[1].status == BucketOutcome::already_gone);
   CHECK_FALSE(tigris.buckets.contains("run-1"));
@@ -274,7 +275,7 @@ TEST_CASE("HeadBucket 404 is no proof: the force DELETE goes out, and its 404 sa
 
   // By name, a bucket that was never there is not-found.
   const auto missing =
-      workflow::run_teardown(client, workflow::plan_from_names({"never-was"}), no_interrupt);
+      workflow::run_teardown(client, workflow::plan_from_names({"never-was"}), batch(no_interrupt));
   CHECK(missing.forks[0].status == BucketOutcome::not_found);
   CHECK(sent(transport->requests, "DELETE", k_endpoint + "/never-was"));
 }
@@ -305,8 +306,8 @@ TEST_CASE("a refused parent delete is retried whatever the status, within a boun
       status_code = answer;
       auto plan = workflow::plan_from_names({"aaa"});
       plan.recursive = true;
-      const auto result = workflow::run_teardown(client, plan, no_interrupt);
-      CHECK(result.exit_code == 0);
+      const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
+      CHECK(exit_of(result.error) == 0);
       CHECK(refusals == 2);
       CHECK_FALSE(tigris.buckets.contains("aaa"));
     }
@@ -315,7 +316,7 @@ TEST_CASE("a refused parent delete is retried whatever the status, within a boun
     status_code = "403:AccessDenied";
     auto plan = workflow::plan_from_names({"aaa"});
     plan.recursive = true;
-    const auto result = workflow::run_teardown(client, plan, no_interrupt);
+    const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
     CHECK(result.forks[0].status == BucketOutcome::failed);
     CHECK(refusals == 1);
   }
@@ -324,7 +325,7 @@ TEST_CASE("a refused parent delete is retried whatever the status, within a boun
     auto plan = workflow::plan_from_names({"aaa"});
     plan.recursive = true;
     plan.parent_retry_budget = std::chrono::milliseconds(300);
-    const auto result = workflow::run_teardown(client, plan, no_interrupt);
+    const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
     CHECK(result.forks[0].status == BucketOutcome::failed);
     CHECK(result.forks[0].error->code == "BucketHasChildren");
   }
@@ -394,8 +395,8 @@ TEST_CASE("without the key listing nothing is deleted", "[teardown]") {
   auto transport = tigris.transport();
   auto client = make_client(*transport);
   const auto result =
-      workflow::run_teardown(client, workflow::plan_from_names({"run-1"}), no_interrupt);
-  CHECK(result.exit_code != 0);
+      workflow::run_teardown(client, workflow::plan_from_names({"run-1"}), batch(no_interrupt));
+  CHECK(exit_of(result.error) != 0);
   CHECK(tigris.buckets.contains("run-1"));
   CHECK_FALSE(sent(transport->requests, "DELETE", k_endpoint + "/run-1"));
 }

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "batch_support.hpp"
 #include "fake_tigris.hpp"
 #include <filesystem>
 #include <map>
@@ -203,8 +204,8 @@ TEST_CASE("a 409 on CreateBucketFork of ours is checked with HeadBucket", "[wire
   request.keys = "none";
   const auto plan = workflow::plan_fork_create(request, 0);
   std::atomic<bool> no{false};
-  const auto outcome = workflow::run_fork_create(client, plan, no);
-  CHECK(outcome.exit_code == 0);
+  const auto outcome = workflow::run_fork_create(client, plan, batch(no));
+  CHECK(exit_of(outcome.error) == 0);
   for (const auto& fork : outcome.manifest.forks)
     CHECK(fork.status == workflow::ForkStatus::created);
 
@@ -219,8 +220,8 @@ TEST_CASE("a 409 on CreateBucketFork of ours is checked with HeadBucket", "[wire
   request.prefix = "taken";
   request.count = 1;
   const auto refused =
-      workflow::run_fork_create(other_client, workflow::plan_fork_create(request, 0), no);
-  CHECK(refused.exit_code == 6);
+      workflow::run_fork_create(other_client, workflow::plan_fork_create(request, 0), batch(no));
+  CHECK(exit_of(refused.error) == 6);
   CHECK(refused.manifest.forks[0].status == workflow::ForkStatus::failed);
 }
 

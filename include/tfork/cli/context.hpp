@@ -2,12 +2,14 @@
 #pragma once
 // What every command gets: the global options (cli.md §3), the configuration and client
 // (resolved lazily, so `tfork version` or `fork env` never read credentials), the renderer,
-// and the interrupt flag.
+// the progress sink, and the interrupt flag.
 
 #include "tfork/cli/command.hpp"
 #include "tfork/cli/config.hpp"
+#include "tfork/output/progress.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <atomic>
 #include <memory>
@@ -32,6 +34,7 @@ struct GlobalOptions {
   bool debug = false;
   bool quiet = false;
   bool no_progress = false;
+  std::string progress;  // --progress auto | plain | json | none ("": auto)
   bool no_color = false;
   bool yes = false;
   bool dry_run = false;
@@ -68,7 +71,18 @@ class Context {
   std::optional<std::string> access_key_in_use() const;
 
   output::Format format() const;
-  bool progress_enabled() const { return !options.quiet && !options.no_progress; }
+  // How progress is shown (issue 26 §1, cli.md §6): --progress json asks for events whatever
+  // else is said; -q, --no-progress and --progress none for nothing; --progress plain for
+  // plain lines; otherwise (auto) the live line on a terminal and plain lines elsewhere.
+  output::ProgressMode progress_mode() const;
+  // Whether a person reads stderr: progress lines are drawn there (and a run summary belongs).
+  bool progress_for_people() const;
+  // The progress sink of this run (made on first use), or null when nothing is shown.
+  output::ProgressSink* progress();
+  // The run is over: a live progress line is erased before the result is printed.
+  void end_progress();
+  // How the batches of a command run: --concurrency, interrupted() and progress().
+  workflow::BatchSettings batch_settings();
 
   // --dry-run: the requests that would be sent (signature redacted), as the command's
   // result; nothing is sent.
@@ -79,6 +93,8 @@ class Context {
   std::optional<Config> config_;
   std::unique_ptr<http::Transport> transport_;
   std::unique_ptr<tigris::Client> client_;
+  std::unique_ptr<output::ProgressSink> progress_;
+  bool progress_made_ = false;
 };
 
 }  // namespace tfork::cli

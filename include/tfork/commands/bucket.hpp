@@ -6,6 +6,7 @@
 #include "tfork/output/item_status.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@ struct CreateResult {
 // Throws TforkError for a failure (exit code of its kind). With --exist-ok and --snapshots,
 // an existing regular bucket of ours gets snapshots turned on (cli.md §10).
 CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options);
+// The command: the name checked (exit 64 before anything is sent), --dry-run, the result.
+cli::CommandResult run_bucket_create(const CreateOptions& options, cli::Context& context);
 output::Json to_json(const CreateResult& result);
 std::string to_table(const CreateResult& result);
 
@@ -43,6 +46,11 @@ struct SetResult {
   bool snapshots_enabled = false;
 };
 SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots);
+struct SetOptions {
+  std::string name;
+  std::string snapshots;  // "on" | "off"
+};
+cli::CommandResult run_bucket_set(const SetOptions& options, cli::Context& context);
 
 struct RemoveOptions {
   std::vector<std::string> names;  // each once
@@ -51,20 +59,23 @@ struct RemoveOptions {
 
 struct RemoveItem {
   std::string bucket;
-  output::ItemStatus outcome;  // "deleted" | "already-gone" | "failed"
+  output::ItemStatus outcome;  // deleted | not_found | failed
 };
 
 struct RemoveResult {
   std::vector<RemoveItem> buckets;  // in input order
 };
 
-// `progress`: show the progress line (output::Progress) while the deletes run.
+// One item of the batch runner per bucket (the phase "buckets"); never throws for a bucket's
+// failure, which its item holds.
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
-                           std::size_t concurrency, bool progress = false);
+                           const workflow::BatchSettings& settings);
 output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 // The batch exit rule of cli.md §6 (workflow::batch_error).
 std::optional<Error> batch_error(const RemoveResult& result);
+// The command: names checked and made unique, --dry-run, the deletes, the exit rule.
+cli::CommandResult run_bucket_rm(RemoveOptions options, cli::Context& context);
 
 // ---- bucket ls (cli.md §10)
 
@@ -88,6 +99,12 @@ struct ListResult {
 ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string>& forks_of);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);
+struct ListOptions {
+  std::optional<std::string> forks_of;  // --forks-of S
+  bool tree = false;                    // --tree (needs --forks-of)
+};
+// The command: bucket ls, --forks-of, or --tree (run_bucket_tree).
+cli::CommandResult run_bucket_ls(const ListOptions& options, cli::Context& context);
 
 // The fork tree of a bucket (--tree): its snapshots, the forks made from each, and theirs in
 // turn. A fork whose snapshot is not in its parent's list hangs from a snapshot node marked

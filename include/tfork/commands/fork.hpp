@@ -6,7 +6,10 @@
 #include "tfork/cli/command.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
+#include "tfork/workflow/fork_batch.hpp"
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -18,6 +21,26 @@ namespace tfork::commands {
 void register_fork(CLI::App& root, cli::Context& context);
 
 namespace fork {
+
+// What `fork create` takes from its command line. `tfork run` fills the same struct, so that
+// both reach their plan through plan_create: one default prefix (cut to fit 63 characters),
+// one default manifest, one check of names and options.
+struct CreateOptions {
+  std::string source;
+  std::vector<std::string> names;  // SOURCE NAME...
+  int count = 0;                   // -n N
+  std::string prefix;
+  std::string snapshot;  // a version or a name
+  std::optional<std::string> snapshot_name;
+  std::string keys = "editor";
+  std::string manifest;  // "": the default (./<prefix>.manifest.json when keys are minted)
+  bool keep_partial = false;
+  bool exist_ok = false;
+  bool any_version = false;
+};
+// The plan (workflow::plan_fork_create, the default prefix from the clock now): throws
+// TforkError(usage) before anything is sent.
+workflow::ForkCreatePlan plan_create(const CreateOptions& options);
 
 // `fork head` and `fork ls` under the `fork` group (fork_inspect.cpp), for register_fork.
 void add_fork_head(CLI::App& fork, cli::Context& context);
@@ -36,11 +59,13 @@ struct HeadResult {
 // One HeadBucket per bucket, in parallel; a 404 is a row with exists:false. Any other
 // failure throws (the first in input order).
 HeadResult run_fork_head(tigris::Client& client, const std::vector<std::string>& buckets,
-                         std::size_t concurrency);
+                         const workflow::BatchSettings& settings);
 output::Json to_json(const HeadResult& result);
 std::string to_table(const HeadResult& result);
 // Exit 3 when any bucket does not exist (after printing every row).
 std::optional<Error> missing_error(const HeadResult& result);
+// The command: names checked (exit 64 before anything is sent), the heads, missing_error.
+cli::CommandResult run_fork_head(const std::vector<std::string>& buckets, cli::Context& context);
 
 struct ListResult {
   std::string source;
@@ -48,6 +73,7 @@ struct ListResult {
 };
 
 ListResult run_fork_ls(tigris::Client& client, const std::string& source);
+cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);
 

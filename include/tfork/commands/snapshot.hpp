@@ -6,6 +6,7 @@
 #include "tfork/output/item_status.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <chrono>
 #include <map>
@@ -33,6 +34,8 @@ struct TakeResult {
 // Throws TforkError(usage) for a bad bucket or snapshot name.
 void check(const TakeOptions& options);
 TakeResult run_snapshot_take(tigris::Client& client, const TakeOptions& options);
+// The command: names checked (exit 64 before anything is sent), --dry-run, the result.
+cli::CommandResult run_snapshot_take(const TakeOptions& options, cli::Context& context);
 output::Json to_json(const TakeResult& result);
 std::string to_table(const TakeResult& result);  // only the version, for v=$(...)
 
@@ -55,6 +58,7 @@ struct ListResult {
 // The snapshots, then (when there are any) the bucket's forks, counted per snapshot. A failed
 // fork listing is a warning, not a failure: the counts are then absent.
 ListResult run_snapshot_ls(tigris::Client& client, const ListOptions& options);
+cli::CommandResult run_snapshot_ls(const ListOptions& options, cli::Context& context);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);
 
@@ -65,7 +69,7 @@ struct RemoveOptions {
 
 struct RemoveItem {
   std::string version;
-  output::ItemStatus outcome;  // "deleted" | "already-gone" | "failed"
+  output::ItemStatus outcome;  // deleted | not_found | failed
 };
 
 struct RemoveResult {
@@ -74,12 +78,14 @@ struct RemoveResult {
 };
 
 void check(const RemoveOptions& options);
-// `progress`: show the progress line (output::Progress) while the deletes run.
+// One item of the batch runner per version (the phase "snapshots").
 RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& options,
-                             std::size_t concurrency, bool progress = false);
+                             const workflow::BatchSettings& settings);
 output::Json to_json(const RemoveResult& result);
 std::string to_table(const RemoveResult& result);
 std::optional<Error> batch_error(const RemoveResult& result);
+// The command: versions checked and made unique, --dry-run, the deletes, the exit rule.
+cli::CommandResult run_snapshot_rm(RemoveOptions options, cli::Context& context);
 
 // ---- snapshot prune (cli.md §10)
 
@@ -93,7 +99,7 @@ struct PruneOptions {
 struct PruneItem {
   tigris::Snapshot snapshot;
   std::optional<int> forks;    // existing forks made from it; nullopt when not known
-  output::ItemStatus outcome;  // "deleted" | "not-found" | "failed" | "kept" | "would-delete"
+  output::ItemStatus outcome;  // deleted | not_found | failed | kept | would_delete
 };
 
 struct PruneResult {
@@ -109,12 +115,19 @@ void check(const PruneOptions& options);
 // --older-than: created before now - D), keeps those in use with --unused, and deletes the
 // rest in parallel (run_snapshot_rm), unless `dry_run`, which sends no delete.
 PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& options,
-                               std::chrono::system_clock::time_point now, std::size_t concurrency,
-                               bool dry_run, bool progress = false);
+                               std::chrono::system_clock::time_point now, bool dry_run,
+                               const workflow::BatchSettings& settings);
 output::Json to_json(const PruneResult& result);
 std::string to_table(const PruneResult& result);
 // Exit 0 when every selected snapshot was deleted, found gone or kept; else the batch rule.
 std::optional<Error> batch_error(const PruneResult& result);
+// The options as parsed: --keep-last and --older-than as given, checked by the command.
+struct PruneArguments {
+  PruneOptions options;
+  std::optional<int> keep_last;
+  std::string older_than;
+};
+cli::CommandResult run_snapshot_prune(const PruneArguments& arguments, cli::Context& context);
 
 }  // namespace snapshot
 }  // namespace tfork::commands

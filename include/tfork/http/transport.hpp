@@ -85,22 +85,77 @@ struct Options {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// The requests of one batch, handed to the transport one at a time (Transport::send_batch). A
+// batch may grow while it runs: done() may make next() return requests it did not have before
+// (the follow-up of an answer), and next() may hold a request back until its time
+// (next_ready_at()), so that a batch can chain requests per item and wait between them without
+// a barrier between its phases. What the transport promises in return is written at
+// send_batch.
+class Batch {
+ public:
+  virtual ~Batch() = default;
+
+  struct Ready {
+    std::size_t id;          // the batch's own number for the request, passed back to done()
+    const Request* request;  // must stay valid until done(id) is called
+  };
+  // A request to send now, or nullopt when none is ready (yet).
+  virtual std::optional<Ready> next() = 0;
+  // When nothing is ready: the time at which next() will have a request again, or nullopt when
+  // only a done() can bring one.
+  virtual std::optional<std::chrono::steady_clock::time_point> next_ready_at() const = 0;
+  // True once next() will never return a request again, whatever done() is called with.
+  virtual bool exhausted() const = 0;
+  // The final result of request `id`, after the transport's own retries.
+  virtual void done(std::size_t id, Result result) = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
 
-  virtual Result send(const Request& request) = 0;
+  // Sends the requests of `batch` over reused connections, with at most `max_parallel` (0
+  // means 1) in flight. The contract, which every implementation keeps (the curl transport's
+  // is tested in tests/unit/http/curl_transport_test.cpp, "send_batch keeps its contract"):
+  //
+  // * Threads. Every call of next(), next_ready_at(), exhausted() and done() happens on the
+  //   thread that called send_batch, one at a time, while the transport is locked: none may
+  //   call back into this transport.
+  // * Each request is answered exactly once. Every request taken with next() gets exactly one
+  //   done(id, result), in any order (the order answers arrive in), once the transport's own
+  //   retries (RetryPolicy, cli.md §7) are over; a retry is invisible to the batch except for
+  //   Response::attempts / TransportError::attempts. A request never taken gets no call.
+  // * The window. next() is called whenever fewer requests are in flight than the window
+  //   allows: `max_parallel`, narrowed by throttling (ConcurrencyWindow, AIMD). A request that
+  //   waits for its retry backoff does not hold a slot.
+  // * The end. send_batch returns once exhausted() is true and every request taken is done.
+  //   While nothing is in flight and next() has nothing, it waits until next_ready_at()
+  //   (looking at Options::cancel meanwhile), or returns when exhausted().
+  // * Cancellation (Options::cancel set). No request is taken any more; every request in flight
+  //   or waiting for a retry is done with TransportError::Kind::cancelled, in ascending id,
+  //   and send_batch returns, exhausted or not. A cancelled request may or may not have
+  //   reached the server: the caller treats its effect as unknown.
+  // * Exceptions. One thrown by next() or done() leaves send_batch at once; requests still
+  //   in flight are dropped without a done(), and the transport stays usable.
+  virtual void send_batch(Batch& batch, std::size_t max_parallel) = 0;
 
-  // Sends every request with at most `max_parallel` in flight over reused connections, and
-  // returns one result per request, in input order. The number in flight adapts to
-  // throttling (additive increase, multiplicative decrease): after each window of as many
-  // answers as requests allowed in flight, the window halves when at least a third of those
-  // answers were throttling, and grows by one (up to `max_parallel`) otherwise. `on_done`
-  // (optional) is called on the calling thread as each request finishes, with its index and result.
-  virtual std::vector<Result> send_all(
-      std::span<const Request> requests, std::size_t max_parallel,
-      const std::function<void(std::size_t, const Result&)>& on_done = {}) = 0;
+  // One request (send_batch of one, window 1).
+  Result send(const Request& request);
+
+  // Every request of `requests` as one batch; returns one result per request, in input
+  // order. `on_done` (optional) is called once per index, as each request finishes, under
+  // the rules of send_batch; when cancelled, the requests never sent end with
+  // Kind::cancelled and attempts 0, and get their on_done call too, in ascending index.
+  std::vector<Result> send_all(std::span<const Request> requests, std::size_t max_parallel,
+                               const std::function<void(std::size_t, const Result&)>& on_done = {});
 };
+
+// "host:port" of a URL for error messages: never the path or query (a presigned URL carries
+// its signature there) and never user info; the scheme's port when none is given.
+std::string host_port(std::string_view url);
+
+// The error of a request that Options::cancel ended after `attempts` sends (0: never sent).
+TransportError cancelled_error(const Request& request, int attempts);
 
 // The libcurl transport (src/http/curl_transport.cpp). One persistent curl multi handle keeps
 // connections alive between calls; calls on one transport are serialised (a mutex), so share it

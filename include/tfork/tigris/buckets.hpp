@@ -105,8 +105,11 @@ struct FoundFork {
 // entries whose ForkInfo names `source` as a parent. When that listing carries no ForkInfo at
 // all (a gateway before 1.320.0 ignores the header or omits ForkInfo), falls back to paging the
 // full listing with IncludeForkInfo=true and filtering on Parents[].BucketName == source, as
-// the JS SDK's _legacy.ts does. Throws TforkError on a failed request or an unreadable page.
-std::vector<FoundFork> find_forks(Client& client, std::string_view source);
+// the JS SDK's _legacy.ts does. `first_page`, when given, is the answer to list_forks(source)
+// already sent (teardown sends it with its last bucket deletes). Throws TforkError on a failed
+// request or an unreadable page.
+std::vector<FoundFork> find_forks(Client& client, std::string_view source,
+                                  std::optional<http::Result> first_page = std::nullopt);
 
 // Every bucket the credentials may list, with its fork information and type (the full
 // listing with IncludeForkInfo and IncludeTypeInfo, all pages). Throws TforkError.

@@ -52,6 +52,12 @@ class Client {
       std::span<const Operation> operations, std::size_t max_parallel,
       const std::function<void(std::size_t, const http::Result&)>& on_done = {});
 
+  // The batch's requests through the transport (http::Transport::send_batch); the batch signs
+  // each with prepare() as it takes it.
+  void send_batch(http::Batch& batch, std::size_t max_parallel) {
+    transport_.send_batch(batch, max_parallel);
+  }
+
   const ClientSettings& settings() const { return settings_; }
 
  private:

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// `fork create` (cli.md §4): one snapshot, N forks from it in parallel, N scoped keys in
-// parallel, a manifest that is consistent at every kill point, and rollback on failure.
-// Round trips: snapshot (1) + forks (1) + keys (1); a HeadBucket batch is added only when
-// some create answered 409 and --exist-ok or a retry makes that answer interesting.
+// `fork create` (cli.md §4): one snapshot, N forks from it in parallel, a scoped key for each,
+// a manifest that is consistent at every kill point, and rollback on failure.
+// Each fork is one item of one batch (tfork/workflow/batch.hpp) that goes CreateBucketFork →
+// (HeadBucket, when the create answered 409 and --exist-ok or a retry makes that answer
+// interesting) → CreateAccessKeyWithBucketsRole, so a fork's key goes out as soon as the fork
+// exists and no fork waits for the slowest other: round trips, snapshot (1) + ⌈2N/concurrency⌉.
 
 #include "tfork/iam/access_keys.hpp"
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/manifest.hpp"
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -38,8 +40,6 @@ struct ForkCreatePlan {
   std::optional<std::filesystem::path> manifest_path;
   bool keep_partial = false;
   bool exist_ok = false;
-  std::size_t concurrency = 32;
-  bool progress = false;
 };
 
 // What the user asked for, before any validation.
@@ -55,7 +55,6 @@ struct ForkCreateRequest {
   std::optional<std::filesystem::path> manifest_path;
   bool keep_partial = false;
   bool exist_ok = false;
-  int concurrency = 32;
 };
 
 // The prefix of `fork create SOURCE -n COUNT` without --prefix: "<source>-fork-<now_ms>", with
@@ -77,14 +76,17 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
 std::vector<tigris::Operation> fork_create_operations(const ForkCreatePlan& plan);
 
 struct ForkCreateOutcome {
-  Manifest manifest;           // every fork with its own status
-  std::optional<Error> error;  // the failure that decided the exit code, when not 0
-  int exit_code = 0;           // 0, 7 (--keep-partial with failures), 130, or the error's code
+  Manifest manifest;  // every fork with its own status
+  // Why the run failed, when it did; its kind is the exit code (cli.md §6): the first failure's
+  // after a rollback; with --keep-partial, the batch rule (batch_error: one kind for all, else
+  // partial); interrupted.
+  std::optional<Error> error;
 };
 
 // Runs the plan. Never throws for service or network failures (they end up in the outcome);
-// throws TforkError for a manifest that cannot be written.
+// throws TforkError for a manifest that cannot be written. The forks are the phase "forks" of
+// the progress events; a rollback's deletes are "rollback".
 ForkCreateOutcome run_fork_create(tigris::Client& client, const ForkCreatePlan& plan,
-                                  const std::atomic<bool>& interrupted);
+                                  const BatchSettings& settings);
 
 }  // namespace tfork::workflow

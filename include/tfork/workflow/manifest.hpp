@@ -19,16 +19,11 @@
 
 namespace tfork::workflow {
 
-enum class ForkStatus {
-  pending,        // requested (or about to be); the run stopped before the answer: may exist
-  created,        // created by this run
-  exists,         // adopted with --exist-ok: it existed as a fork of the same source
-  failed,         // not created (see `error`)
-  rolled_back,    // created by this run, then deleted after another item failed
-  deleted,        // removed by teardown (its key revoked)
-  not_attempted,  // never asked for: the run stopped before it (its snapshot failed)
-};
-std::string_view status_name(ForkStatus status);
+// A fork's status in the manifest: the statuses of every batch (output::Status, whose
+// status_name() gives the word), of which a manifest holds pending, created, exists, failed,
+// rolled_back, deleted (removed by teardown, its key revoked) and not_attempted.
+using ForkStatus = output::Status;
+// The status a manifest's "status" word names; nullopt for any other word.
 std::optional<ForkStatus> parse_fork_status(std::string_view text);
 
 // How an agent run by `fork exec` / `run` in this fork ended (cli.md §11).
@@ -78,8 +73,6 @@ bool records_live_resources(const Manifest& manifest);
 // The key each fork's access key is created under (cli.md §4.3).
 std::string key_name_for(std::string_view bucket);
 
-// The fork's status and error, as every batch command reports an item.
-output::ItemStatus item_status(const ManifestFork& fork);
 // Reads back an error written by output::item_error_json.
 Error item_error_from_json(const output::Json& json);
 

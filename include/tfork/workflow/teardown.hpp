@@ -11,16 +11,20 @@
 //    revoked, whatever its name; a key with roles elsewhere too is reported, not deleted.
 // 3. Buckets, children first; a parent refused because its children are still going
 //    (409, or 400/403 with a fork-related code) is retried with bounded, interruptible backoff.
-//    Only DeleteBucket 404 means gone.
+//    Only DeleteBucket 404 means gone. The last of these batches also lists the forks of the
+//    source, for step 4.
 // 4. The snapshot a run took itself, once its last fork is gone and no remaining fork of the
 //    source was made from it (unless --keep-snapshot).
-// Manifests are rewritten as it goes (forks `deleted`, keys `revoked`).
+// Manifests are rewritten as it goes (forks `deleted`, keys `revoked`). Round trips for N forks
+// at concurrency C: ⌈(N+1)/C⌉ + ⌈N/C⌉ + ⌈(N+1)/C⌉ + 1 (one more per extra page of keys).
+// Each step is a phase of the batch runner (tfork/workflow/batch.hpp): "checks", "keys",
+// "forks", "snapshots".
 
 #include "tfork/tigris/client.hpp"
+#include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/duration.hpp"
 #include "tfork/workflow/manifest.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -63,8 +67,6 @@ struct TeardownPlan {
   std::vector<ManifestFile> manifests;    // updated as the teardown goes
   bool allow_non_fork = false;
   bool recursive = false;
-  std::size_t concurrency = 32;
-  bool progress = false;
   // How long a refused parent delete is retried (children still disappearing).
   std::chrono::milliseconds parent_retry_budget{30000};
 };
@@ -89,8 +91,10 @@ struct SourceSelection {
 TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
                               std::chrono::system_clock::time_point now);
 
-enum class BucketOutcome { deleted, already_gone, not_found, failed, skipped };
-enum class KeyOutcome { deleted, already_gone, none, failed, kept };
+// A fork's or snapshot's teardown status (deleted, already_gone, not_found, failed, skipped)
+// and a key's (deleted, already_gone, none, failed, kept): the statuses of every batch.
+using BucketOutcome = output::Status;
+using KeyOutcome = output::Status;
 
 struct TeardownItem {
   std::string bucket;
@@ -117,8 +121,9 @@ struct TeardownResult {
   std::vector<TeardownItem> forks;
   std::vector<KeyItem> keys;
   std::vector<SnapshotItem> snapshots;
-  int exit_code = 0;  // 0; 130; one error kind's code when every item failed for it; else 7
-  std::optional<Error> error;  // what to say on stderr when exit_code != 0
+  // Why it did not all succeed, when it did not; its kind is the exit code (batch_error's
+  // rule: one kind for every failed item, else partial; interrupted; nothing found).
+  std::optional<Error> error;
 };
 
 // `{"forks": [{"bucket", "status", "key", "error"?}], "snapshots": [{"bucket", "version",
@@ -131,6 +136,6 @@ std::string to_table(const TeardownResult& result);
 std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan);
 
 TeardownResult run_teardown(tigris::Client& client, const TeardownPlan& plan,
-                            const std::atomic<bool>& interrupted);
+                            const BatchSettings& settings);
 
 }  // namespace tfork::workflow

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The libcurl Transport: one persistent multi handle drives every call, so connections (and
-// TLS sessions, through a share handle) are reused across calls; send() is send_all() of one.
-// The loop follows curl's docs/examples/10-at-a-time.c: at most `max_parallel` easy handles are
-// added at once, and a request waiting for its retry backoff (cli.md §7) sits in a queue of
-// "ready at" times instead of holding a slot or blocking the loop.
+// TLS sessions, through a share handle) are reused across calls. send_batch is the one loop
+// (send and send_all are batches over it, src/http/batch.cpp); it follows curl's
+// docs/examples/10-at-a-time.c: at most the window's count of easy handles are added at once,
+// each freed slot takes the batch's next request, and a request waiting for its retry backoff
+// (cli.md §7) sits in a queue of "ready at" times instead of holding a slot or blocking the loop.
 
 #include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
@@ -18,7 +19,6 @@
 #include <cctype>
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,27 +38,6 @@ using std::chrono::milliseconds;
 
 // How often the loop looks at Options::cancel while transfers run or wait.
 constexpr milliseconds k_poll_interval{50};
-
-// "host:port" of a URL for error messages: never the path or query (a presigned URL carries
-// its signature there) and never user info.
-std::string host_port(std::string_view url) {
-  const auto scheme_end = url.find("://");
-  const std::string_view scheme =
-      scheme_end == std::string_view::npos ? std::string_view{} : url.substr(0, scheme_end);
-  std::string_view authority =
-      scheme_end == std::string_view::npos ? url : url.substr(scheme_end + 3);
-  authority = authority.substr(0, authority.find_first_of("/?#"));
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    authority.remove_prefix(at + 1);
-  }
-  const auto bracket = authority.rfind(']');
-  const auto colon = authority.rfind(':');
-  const bool has_port =
-      colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket);
-  std::string out(authority);
-  if (!has_port) out += scheme == "https" ? ":443" : ":80";
-  return out;
-}
 
 TransportError::Kind kind_of(CURLcode code) {
   switch (code) {
@@ -115,19 +94,16 @@ std::string with_attempts(std::string message, int attempts) {
   return message;
 }
 
-TransportError cancelled_error(const Request& request, int attempts) {
-  return TransportError{TransportError::Kind::cancelled,
-                        "request to " + host_port(request.url) + " cancelled", attempts};
-}
-
 bool has_line_break(std::string_view text) {
   return text.find_first_of("\r\n") != std::string_view::npos;
 }
 
 // One send of one request: the easy handle plus everything its callbacks write into.
 struct Transfer {
-  std::size_t index = 0;
-  const Request* request = nullptr;
+  std::size_t index = 0;                       // the batch's id of the request
+  const Request* original = nullptr;           // the batch's request
+  const Request* request = nullptr;            // what goes out: `original`, or `resigned`
+  std::unique_ptr<Request> resigned;           // the latest signed copy of a retried request
   int attempts = 0;                            // sends so far, this one included
   std::chrono::steady_clock::time_point sent;  // when this send started
   curl::Easy easy;
@@ -201,36 +177,20 @@ class CurlTransport final : public Transport {
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;
 
-  Result send(const Request& request) override {
-    auto results = send_all(std::span<const Request>(&request, 1), 1, {});
-    return std::move(results.front());
-  }
-
-  std::vector<Result> send_all(
-      std::span<const Request> requests, std::size_t max_parallel,
-      const std::function<void(std::size_t, const Result&)>& on_done) override {
+  void send_batch(Batch& batch, std::size_t max_parallel) override {
     const std::lock_guard lock(mutex_);
-    Batch batch(*this, requests, std::max<std::size_t>(max_parallel, 1), on_done);
-    return batch.run();
+    Loop loop(*this, batch, std::max<std::size_t>(max_parallel, 1));
+    loop.run();
   }
 
  private:
-  // The state of one send_all call. Its destructor detaches whatever is still attached to the
-  // multi handle, so an exception from on_done leaves the transport usable.
-  class Batch {
+  // The state of one send_batch call: curl's docs/examples/10-at-a-time.c, fed by the batch.
+  // Its destructor detaches whatever is still attached to the multi handle, so an exception
+  // from the batch leaves the transport usable.
+  class Loop {
    public:
-    Batch(CurlTransport& owner, std::span<const Request> requests, std::size_t parallel,
-          const std::function<void(std::size_t, const Result&)>& on_done)
-        : owner_(owner),
-          requests_(requests),
-          parallel_(parallel),
-          window_(parallel),
-          on_done_(on_done),
-          results_(requests.size()),
-          resigned_(requests.size()) {
-      for (std::size_t i = 0; i < requests.size(); ++i) {
-        pending_.push_back(i);
-      }
+    Loop(CurlTransport& owner, Batch& batch, std::size_t parallel)
+        : owner_(owner), batch_(batch), parallel_(parallel), window_(parallel) {
       CURLM* multi = owner_.multi_.get();
       const auto limit = static_cast<long>(parallel_);
       // N requests at max_parallel P use at most P connections (cli.md §9), and the cache
@@ -242,43 +202,40 @@ class CurlTransport final : public Transport {
       if (owner_.options_.debug) log_ = debug::logger();
     }
 
-    ~Batch() {
+    ~Loop() {
       for (const auto& transfer : active_) {
         curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
       }
     }
 
-    Batch(const Batch&) = delete;
-    Batch& operator=(const Batch&) = delete;
+    Loop(const Loop&) = delete;
+    Loop& operator=(const Loop&) = delete;
 
-    std::vector<Result> run() {
+    void run() {
       CURLM* multi = owner_.multi_.get();
-      while (finished_ < results_.size()) {
+      while (true) {
         if (cancelled()) {
           cancel_unfinished();
-          break;
+          return;
         }
-        start_ready();
+        const bool starved = start_ready();
+        if (active_.empty() && waiting_.empty() && (batch_.exhausted() || !batch_wake(starved)))
+          return;  // every request taken is done, and no more will come
         int running = 0;
         if (const CURLMcode code = curl_multi_perform(multi, &running); code != CURLM_OK) {
           fail_unfinished(code);
-          break;
+          return;
         }
         if (collect_finished()) continue;  // free slots: refill before waiting
-        if (finished_ == results_.size()) break;
-        curl_multi_poll(multi, nullptr, 0, poll_timeout_ms(), nullptr);
+        curl_multi_poll(multi, nullptr, 0, poll_timeout_ms(starved), nullptr);
       }
-      std::vector<Result> out;
-      out.reserve(results_.size());
-      for (auto& result : results_)
-        out.push_back(std::move(*result));
-      return out;
     }
 
    private:
     struct Waiting {
       Clock::time_point ready_at;
-      std::size_t index;
+      std::size_t id;
+      const Request* original;
       int attempts;
     };
 
@@ -295,14 +252,11 @@ class CurlTransport final : public Transport {
           .count();
     }
 
-    void finish(std::size_t index, Result result) {
-      results_[index] = std::move(result);
-      ++finished_;
-      if (on_done_) on_done_(index, *results_[index]);
-    }
+    void finish(std::size_t id, Result result) { batch_.done(id, std::move(result)); }
 
-    // Fills free slots: retries whose backoff is over first, then requests not yet sent.
-    void start_ready() {
+    // Fills free slots: retries whose backoff is over first, then the batch's next requests.
+    // True when a slot stayed free because the batch had nothing ready.
+    bool start_ready() {
       while (active_.size() < window_.limit()) {
         const auto due = std::min_element(
             waiting_.begin(), waiting_.end(),
@@ -310,45 +264,49 @@ class CurlTransport final : public Transport {
         if (due != waiting_.end() && due->ready_at <= Clock::now()) {
           const Waiting next = *due;
           waiting_.erase(due);
-          start(next.index, next.attempts);
-        } else if (!pending_.empty()) {
-          const std::size_t index = pending_.front();
-          pending_.pop_front();
-          start(index, 0);
-        } else {
-          break;
+          start(next.id, next.original, next.attempts);
+          continue;
         }
+        const auto ready = batch_.next();
+        if (!ready) return true;
+        start(ready->id, ready->request, 0);
       }
+      return false;
     }
 
-    void start(std::size_t index, int attempts_so_far) {
-      const Request* original = &requests_[index];
-      if (attempts_so_far > 0 && original->resign) {
-        resigned_[index] = original->resign();  // signed now, not when first sent
-      }
-      const Request& request = resigned_[index] ? *resigned_[index] : *original;
+    // When the batch said it has nothing now (`starved`), the time it will have something.
+    std::optional<Clock::time_point> batch_wake(bool starved) const {
+      return starved ? batch_.next_ready_at() : std::nullopt;
+    }
+
+    void start(std::size_t id, const Request* original, int attempts_so_far) {
       auto transfer = std::make_unique<Transfer>();
-      transfer->index = index;
-      transfer->request = &request;
+      if (attempts_so_far > 0 && original->resign) {
+        // Signed now, not when first sent.
+        transfer->resigned = std::make_unique<Request>(original->resign());
+      }
+      transfer->index = id;
+      transfer->original = original;
+      transfer->request = transfer->resigned ? transfer->resigned.get() : original;
       transfer->attempts = attempts_so_far + 1;
       transfer->sent = std::chrono::steady_clock::now();
       transfer->log = log_;
       transfer->easy.reset(curl_easy_init());
       if (!transfer->easy) {
-        finish(index,
+        finish(id,
                std::unexpected(TransportError{TransportError::Kind::other,
                                               "libcurl: cannot create a handle", attempts_so_far}));
         return;
       }
       if (auto problem = configure(*transfer)) {
-        finish(index, std::unexpected(TransportError{TransportError::Kind::other,
-                                                     std::move(*problem), attempts_so_far}));
+        finish(id, std::unexpected(TransportError{TransportError::Kind::other, std::move(*problem),
+                                                  attempts_so_far}));
         return;
       }
       if (curl_multi_add_handle(owner_.multi_.get(), transfer->easy.get()) != CURLM_OK) {
-        finish(index, std::unexpected(TransportError{TransportError::Kind::other,
-                                                     "libcurl: cannot start a transfer",
-                                                     attempts_so_far}));
+        finish(id, std::unexpected(TransportError{TransportError::Kind::other,
+                                                  "libcurl: cannot start a transfer",
+                                                  attempts_so_far}));
         return;
       }
       active_.push_back(std::move(transfer));
@@ -552,71 +510,73 @@ class CurlTransport final : public Transport {
                        rules::redact_target(request.url), reason, delay.count(),
                        transfer.attempts + 1, budget);
         }
-        waiting_.push_back(Waiting{Clock::now() + delay, transfer.index, transfer.attempts});
+        waiting_.push_back(
+            Waiting{Clock::now() + delay, transfer.index, transfer.original, transfer.attempts});
         return;
       }
       finish(transfer.index, std::move(result));
     }
 
-    // Options::cancel: every transfer in flight is dropped now, and every request not finished
-    // ends as cancelled (in input order), with the number of sends it already had.
+    // Options::cancel: every transfer in flight is dropped now, and every request taken but not
+    // finished ends as cancelled (in ascending id), with the number of sends it already had.
     void cancel_unfinished() {
-      end_unfinished([this](std::size_t index, int attempts) {
-        return cancelled_error(requests_[index], attempts);
+      end_unfinished([this](const Request& request, int attempts) {
+        return cancelled_error(request, attempts);
       });
     }
 
     void fail_unfinished(CURLMcode code) {
-      end_unfinished([code](std::size_t, int attempts) {
+      end_unfinished([code](const Request&, int attempts) {
         return TransportError{TransportError::Kind::other,
                               std::string("libcurl: ") + curl_multi_strerror(code), attempts};
       });
     }
 
-    // Ends every request not finished yet (in flight, waiting to retry, or not started), in
-    // input order, with the error `error_for(index, attempts so far)`.
+    // Ends every request taken and not finished (in flight or waiting to retry), in ascending
+    // id, with the error `error_for(request, attempts so far)`.
     template <class ErrorFor>
     void end_unfinished(ErrorFor error_for) {
-      std::vector<std::pair<std::size_t, int>> unfinished;
+      struct Unfinished {
+        std::size_t id;
+        const Request* request;
+        int attempts;
+      };
+      std::vector<Unfinished> unfinished;
       for (const auto& transfer : active_) {
         curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
-        unfinished.emplace_back(transfer->index, transfer->attempts);
+        unfinished.push_back({transfer->index, transfer->original, transfer->attempts});
       }
       active_.clear();
       for (const auto& waiting : waiting_)
-        unfinished.emplace_back(waiting.index, waiting.attempts);
+        unfinished.push_back({waiting.id, waiting.original, waiting.attempts});
       waiting_.clear();
-      for (const std::size_t index : pending_)
-        unfinished.emplace_back(index, 0);
-      pending_.clear();
-      std::sort(unfinished.begin(), unfinished.end());
-      for (const auto& [index, attempts] : unfinished)
-        finish(index, std::unexpected(error_for(index, attempts)));
+      std::ranges::sort(unfinished, {}, &Unfinished::id);
+      for (const auto& item : unfinished)
+        finish(item.id, std::unexpected(error_for(*item.request, item.attempts)));
     }
 
     // Short enough to notice Options::cancel promptly, and no later than the next retry's
-    // ready time when a slot is free for it. curl_multi_poll also wakes for curl's own timers.
-    int poll_timeout_ms() const {
+    // ready time (or the batch's, when it has nothing now) while a slot is free for it.
+    // curl_multi_poll also wakes for curl's own timers.
+    int poll_timeout_ms(bool starved) const {
       milliseconds wait = k_poll_interval;
       if (active_.size() < window_.limit()) {
         const auto now = Clock::now();
-        for (const auto& waiting : waiting_) {
-          const auto until = std::chrono::ceil<milliseconds>(waiting.ready_at - now);
-          wait = std::min(wait, std::max(until, milliseconds{0}));
-        }
+        auto until = [&](Clock::time_point at) {
+          wait =
+              std::min(wait, std::max(std::chrono::ceil<milliseconds>(at - now), milliseconds{0}));
+        };
+        for (const auto& waiting : waiting_)
+          until(waiting.ready_at);
+        if (const auto wake = batch_wake(starved)) until(*wake);
       }
       return static_cast<int>(wait.count());
     }
 
     CurlTransport& owner_;
-    std::span<const Request> requests_;
+    Batch& batch_;
     std::size_t parallel_;
     ConcurrencyWindow window_;  // AIMD on throttling, at most parallel_
-    const std::function<void(std::size_t, const Result&)>& on_done_;
-    std::vector<std::optional<Result>> results_;
-    std::vector<std::optional<Request>> resigned_;  // the latest signed copy of a retried request
-    std::size_t finished_ = 0;
-    std::deque<std::size_t> pending_;
     std::vector<Waiting> waiting_;
     std::vector<std::unique_ptr<Transfer>> active_;
     std::shared_ptr<spdlog::logger> log_;
@@ -627,7 +587,7 @@ class CurlTransport final : public Transport {
   std::mt19937_64 random_;
   long max_connects_ = 1;
   // Destroyed in reverse order: the multi handle (and the connections it caches) before the
-  // share handle that holds their TLS sessions. Easy handles live only inside a Batch.
+  // share handle that holds their TLS sessions. Easy handles live only inside a Loop.
   curl::Share share_;
   curl::Multi multi_;
 };

@@ -14,10 +14,12 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <netinet/in.h>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -771,4 +773,250 @@ TEST_CASE("send_all narrows its window when the server throttles above a concurr
   // attempts; the narrowed window gets every request through.
   CHECK(ok == 120);
   CHECK(throttled.load() > 0);
+}
+
+// ---- send_batch keeps its contract (tfork/http/transport.hpp, at Transport::send_batch)
+
+namespace {
+
+// A batch that records how the transport drives it. Its first `initial` requests are ready at
+// once; each answer to request i < `chained` brings one follow-up (a chain per item, as the
+// workflow's batch runner makes them), ready only from `follow_up_delay` after that answer.
+class RecordingBatch final : public tfork::http::Batch {
+ public:
+  RecordingBatch(const TestServer& server, std::size_t initial, std::size_t chained,
+                 std::chrono::milliseconds follow_up_delay = 0ms)
+      : server_(server), chained_(chained), delay_(follow_up_delay) {
+    for (std::size_t i = 0; i < initial; ++i)
+      add(std::chrono::steady_clock::now());
+  }
+
+  std::optional<Ready> next() override {
+    check_thread();
+    if (throw_on_next) throw std::runtime_error("next() failed");
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t id = 0; id < requests_.size(); ++id) {
+      if (taken[id] || ready_at_[id] > now) continue;
+      taken[id] = true;
+      ++in_flight;
+      most_in_flight = std::max(most_in_flight, in_flight);
+      taken_at[id] = now;
+      return Ready{id, &requests_[id]};
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::chrono::steady_clock::time_point> next_ready_at() const override {
+    check_thread();
+    std::optional<std::chrono::steady_clock::time_point> earliest;
+    for (std::size_t id = 0; id < requests_.size(); ++id)
+      if (!taken[id] && (!earliest || ready_at_[id] < *earliest)) earliest = ready_at_[id];
+    return earliest;
+  }
+
+  bool exhausted() const override {
+    check_thread();
+    return stop_taking || std::all_of(taken.begin(), taken.end(), [](bool t) { return t; });
+  }
+
+  void done(std::size_t id, Result result) override {
+    check_thread();
+    REQUIRE(id < requests_.size());
+    REQUIRE(taken[id]);
+    --in_flight;
+    ++answers[id];
+    results.emplace(id, std::move(result));
+    order.push_back(id);
+    if (throw_on_done) throw std::runtime_error("done() failed");
+    if (id < chained_) add(std::chrono::steady_clock::now() + delay_);
+  }
+
+  std::size_t size() const { return requests_.size(); }
+
+  std::vector<bool> taken;
+  std::vector<int> answers;  // done() calls per id
+  std::vector<std::chrono::steady_clock::time_point> taken_at;
+  std::map<std::size_t, Result> results;
+  std::vector<std::size_t> order;  // ids in the order done() saw them
+  int in_flight = 0;
+  int most_in_flight = 0;
+  bool stop_taking = false;
+  bool throw_on_done = false;
+  bool throw_on_next = false;
+  mutable bool wrong_thread = false;
+
+ private:
+  void add(std::chrono::steady_clock::time_point ready_at) {
+    const auto id = requests_.size();
+    requests_.push_back(get(server_, "/item/" + std::to_string(id)));
+    ready_at_.push_back(ready_at);
+    taken.push_back(false);
+    answers.push_back(0);
+    taken_at.emplace_back();
+  }
+  void check_thread() const {
+    if (std::this_thread::get_id() != caller_) wrong_thread = true;
+  }
+
+  const TestServer& server_;
+  std::size_t chained_;
+  std::chrono::milliseconds delay_;
+  std::thread::id caller_ = std::this_thread::get_id();
+  // A std::deque keeps every request where it is while follow-ups are added: the transport
+  // holds a pointer to each until its done().
+  std::deque<Request> requests_;
+  std::vector<std::chrono::steady_clock::time_point> ready_at_;
+};
+
+}  // namespace
+
+TEST_CASE("send_batch keeps its contract: once per request, on the caller's thread",
+          "[http][contract]") {
+  // Answers in an order of their own: a request for an even item takes longer.
+  TestServer server([](const httplib::Request& request, httplib::Response& response) {
+    const auto item = std::stoi(request.path.substr(request.path.rfind('/') + 1));
+    std::this_thread::sleep_for(item % 2 == 0 ? 15ms : 1ms);
+    response.set_content(std::to_string(item), "text/plain");
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  // 24 requests at once, the first 10 of which each bring a follow-up, ready 20 ms later.
+  RecordingBatch batch(server, 24, 10, 20ms);
+  transport->send_batch(batch, 6);
+
+  REQUIRE(batch.size() == 34);
+  CHECK_FALSE(batch.wrong_thread);
+  for (std::size_t id = 0; id < batch.size(); ++id) {
+    CHECK(batch.taken[id]);
+    CHECK(batch.answers[id] == 1);  // exactly once
+    REQUIRE(batch.results.at(id).has_value());
+    CHECK(batch.results.at(id)->body == std::to_string(id));
+  }
+  CHECK(batch.most_in_flight <= 6);  // never more taken and unanswered than the window
+  CHECK(batch.most_in_flight > 1);
+  // Answers came in their own order, not in id order.
+  CHECK_FALSE(std::is_sorted(batch.order.begin(), batch.order.end()));
+}
+
+TEST_CASE("send_batch waits for a request the batch holds back, then sends it",
+          "[http][contract]") {
+  std::atomic<int> served{0};
+  TestServer server([&](const httplib::Request&, httplib::Response&) { ++served; });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  // One request, whose answer brings one follow-up ready 150 ms later: nothing is in flight
+  // meanwhile, and the batch is not exhausted, so the transport must wait for it.
+  RecordingBatch batch(server, 1, 1, 150ms);
+  transport->send_batch(batch, 4);
+  REQUIRE(batch.size() == 2);
+  CHECK(batch.answers == std::vector<int>{1, 1});
+  CHECK(served.load() == 2);
+  CHECK_FALSE(batch.wrong_thread);
+}
+
+TEST_CASE("send_batch: a retried request is answered once, with its attempts", "[http][contract]") {
+  std::atomic<int> arrived{0};
+  TestServer server([&](const httplib::Request&, httplib::Response& response) {
+    response.status = ++arrived == 1 ? 503 : 200;
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  RecordingBatch batch(server, 1, 0);
+  transport->send_batch(batch, 1);
+  CHECK(batch.answers == std::vector<int>{1});
+  REQUIRE(batch.results.at(0).has_value());
+  CHECK(batch.results.at(0)->status == 200);
+  CHECK(batch.results.at(0)->attempts == 2);
+}
+
+TEST_CASE("send_batch cancelled: what was taken ends cancelled in ascending id, and it returns",
+          "[http][contract]") {
+  std::atomic<int> arrived{0};
+  TestServer server([&](const httplib::Request& request, httplib::Response& response) {
+    ++arrived;
+    // Item 1 is throttled for good: it is waiting for a retry when the cancel comes.
+    if (request.path == "/item/1") {
+      response.status = 503;
+      return;
+    }
+    server.hang();
+  });
+  std::atomic<bool> cancel{false};
+  Options options = fast_options();
+  options.retry.base_delay = 10000ms;  // the retry of item 1 waits long past the cancel
+  options.retry.max_delay = 10000ms;
+  options.cancel = &cancel;
+  auto transport = tfork::http::make_curl_transport(options);
+  RecordingBatch batch(server, 8, 0);
+  std::thread canceller([&] {
+    wait_until([&] { return arrived.load() >= 4; });
+    cancel = true;
+  });
+  transport->send_batch(batch, 4);
+  canceller.join();
+  server.release();
+
+  CHECK_FALSE(batch.exhausted());  // it returned all the same
+  std::vector<std::size_t> taken_ids;
+  for (std::size_t id = 0; id < batch.size(); ++id) {
+    if (!batch.taken[id]) {
+      CHECK(batch.answers[id] == 0);  // never taken: no call
+      continue;
+    }
+    taken_ids.push_back(id);
+    CHECK(batch.answers[id] == 1);
+    REQUIRE_FALSE(batch.results.at(id).has_value());
+    CHECK(batch.results.at(id).error().kind == TransportError::Kind::cancelled);
+  }
+  CHECK(taken_ids.size() >= 4);
+  CHECK(std::is_sorted(batch.order.begin(), batch.order.end()));  // ascending id
+  CHECK(batch.order == taken_ids);
+}
+
+TEST_CASE("send_batch: an exception from the batch leaves at once; the transport stays usable",
+          "[http][contract]") {
+  TestServer server([](const httplib::Request&, httplib::Response& response) {
+    response.set_content("ok", "text/plain");
+  });
+  auto transport = tfork::http::make_curl_transport(fast_options());
+  RecordingBatch throwing(server, 6, 0);
+  throwing.throw_on_done = true;
+  CHECK_THROWS_WITH(transport->send_batch(throwing, 3), "done() failed");
+  CHECK(std::count(throwing.answers.begin(), throwing.answers.end(), 1) == 1);  // no more calls
+
+  RecordingBatch failing_next(server, 2, 0);
+  failing_next.throw_on_next = true;
+  CHECK_THROWS_WITH(transport->send_batch(failing_next, 3), "next() failed");
+
+  RecordingBatch after(server, 5, 0);
+  transport->send_batch(after, 3);
+  CHECK(after.answers == std::vector<int>(5, 1));
+}
+
+TEST_CASE("send_all: requests a cancel kept from going out end cancelled, never sent",
+          "[http][contract]") {
+  std::atomic<int> arrived{0};
+  TestServer server([&](const httplib::Request&, httplib::Response&) {
+    ++arrived;
+    server.hang();
+  });
+  std::atomic<bool> cancel{false};
+  Options options = fast_options();
+  options.cancel = &cancel;
+  auto transport = tfork::http::make_curl_transport(options);
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i)
+    requests.push_back(get(server, "/hang/" + std::to_string(i)));
+  std::thread canceller([&] {
+    wait_until([&] { return arrived.load() >= 2; });
+    cancel = true;
+  });
+  std::vector<std::size_t> order;
+  const auto results = transport->send_all(
+      requests, 2, [&](std::size_t index, const Result&) { order.push_back(index); });
+  canceller.join();
+  server.release();
+  CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4, 5});  // once each, ascending
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    REQUIRE_FALSE(results[i].has_value());
+    CHECK(results[i].error().kind == TransportError::Kind::cancelled);
+    CHECK(results[i].error().attempts == (i < 2 ? 1 : 0));
+  }
 }
