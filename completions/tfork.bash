@@ -12,7 +12,7 @@ _tfork_subcommands() {
 
 _tfork_options() {
   case "$1" in
-    '') echo '-h --help --version -o --output --json --endpoint-url --iam-endpoint-url --profile --region --path-style --virtual-hosted --ca-bundle --no-verify-ssl --concurrency --max-attempts --connect-timeout --read-timeout -v --verbose --debug -q --quiet --no-progress --no-color -y --yes --dry-run' ;;
+    '') echo '-h --help --version -o --output --json --endpoint-url --iam-endpoint-url --profile --region --path-style --virtual-hosted --ca-bundle --no-verify-ssl --concurrency --max-attempts --connect-timeout --read-timeout -v --verbose --debug -q --quiet --no-progress --progress --no-color -y --yes --dry-run' ;;
     'bucket create') echo '--snapshots --exist-ok' ;;
     'bucket ls') echo '--forks-of --tree' ;;
     'bucket rm') echo '--force' ;;
@@ -33,7 +33,7 @@ _tfork_options() {
 
 _tfork_value_options() {
   case "$1" in
-    '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout' ;;
+    '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout --progress' ;;
     'bucket ls') echo '--forks-of' ;;
     'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
@@ -60,6 +60,7 @@ _tfork_option_values() {
   case "$1|$2" in
     '|-o' | '|--output') echo 'table json' ;;
     '|--ca-bundle') echo '@file' ;;
+    '|--progress') echo 'auto plain json none' ;;
     'bucket set|--snapshots') echo 'on off' ;;
     'fork create|--keys') echo 'editor readonly none' ;;
     'fork create|--manifest') echo '@file' ;;

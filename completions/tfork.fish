@@ -17,7 +17,7 @@ end
 function __tfork_value_options
     switch "$argv[1]"
         case ''
-            printf '%s\n' '-o' '--output' '--endpoint-url' '--iam-endpoint-url' '--profile' '--region' '--ca-bundle' '--concurrency' '--max-attempts' '--connect-timeout' '--read-timeout'
+            printf '%s\n' '-o' '--output' '--endpoint-url' '--iam-endpoint-url' '--profile' '--region' '--ca-bundle' '--concurrency' '--max-attempts' '--connect-timeout' '--read-timeout' '--progress'
         case 'bucket ls'
             printf '%s\n' '--forks-of'
         case 'bucket set'
@@ -107,6 +107,7 @@ complete -c tfork -s v -l verbose -d '-v: what the run does'
 complete -c tfork -l debug -d 'Log every request and response line on stderr'
 complete -c tfork -s q -l quiet -d 'Only errors on stderr; no progress'
 complete -c tfork -l no-progress -d 'No progress lines on stderr'
+complete -c tfork -l progress -x -a 'auto plain json none' -d 'Progress on stderr: auto, plain, json or none'
 complete -c tfork -l no-color -d 'No colour on stderr (also NO_COLOR)'
 complete -c tfork -s y -l yes -d 'Do not ask for confirmation'
 complete -c tfork -l dry-run -d 'Print the requests a mutating command would send, and send nothing'

@@ -99,8 +99,8 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "Only errors on stderr; no progress")->group(group);
   app.add_flag("--no-progress", o.no_progress, "No progress lines on stderr")->group(group);
   app.add_option("--progress", o.progress,
-                 "Progress on stderr: auto (a live line on a terminal, plain lines elsewhere), "
-                 "plain, json (one event per line, for programs) or none")
+                 "Progress on stderr: auto, plain, json or none (auto: a live line on a "
+                 "terminal, plain lines elsewhere; json: one event per line, for programs)")
       ->check(one_of("--progress", {"auto", "plain", "json", "none"}))
       ->type_name("MODE")
       ->group(group);

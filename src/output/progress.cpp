@@ -145,7 +145,8 @@ class TerminalSink final : public HumanSink {
  private:
   void started_locked() override { draw_locked(running_line()); }
   void item_locked() override {
-    if (phase_.done < phase_.total && since(last_draw_) < k_terminal_redraw) return;
+    // The last item's line is the phase's end (ended_locked); others, a few times a second.
+    if (phase_.done >= phase_.total || since(last_draw_) < k_terminal_redraw) return;
     draw_locked(running_line());
   }
   void ended_locked() override { draw_locked(end_line()); }
@@ -178,7 +179,8 @@ class PlainSink final : public HumanSink {
   }
   void ended_locked() override { line_locked(end_line()); }
   void tick_locked() override {
-    if (since(last_line_) >= k_plain_tick) line_locked(running_line());
+    // The ticker wakes every k_plain_tick: a line unless one went out a moment ago.
+    if (since(last_line_) >= k_plain_tick * 9 / 10) line_locked(running_line());
   }
   void line_locked(const std::string& line) {
     write_locked("tfork: " + line + "\n");
@@ -240,8 +242,9 @@ std::string progress_line(std::string_view phase, std::size_t done, std::size_t 
   const double rate = static_cast<double>(done) / seconds;
   const auto left = static_cast<double>(total > done ? total - done : 0) / rate;
   // The time left in whole seconds, rounded up: "ETA 0s" would read as "done".
-  const auto eta = milliseconds(static_cast<milliseconds::rep>(std::ceil(left)) * 1000);
-  return line + ", " + rate_text(rate) + ", ETA " + duration_text(eta);
+  const auto eta = static_cast<long long>(std::max(1.0, std::ceil(left)));
+  return line + ", " + rate_text(rate) + ", ETA " +
+         (eta < 60 ? fmt::format("{}s", eta) : duration_text(std::chrono::seconds(eta)));
 }
 
 std::string phase_end_line(std::string_view phase, std::size_t done, std::size_t total,

@@ -64,8 +64,8 @@ std::unique_ptr<ProgressSink> make_progress_sink(ProgressMode mode, std::FILE* o
 std::string duration_text(std::chrono::milliseconds duration);
 
 // The line of a phase still running: "forks 81/200, 2 failed, 162/s, ETA 1s" (the failures only
-// when there are some; before the first item is decided, the time spent instead of the rate:
-// "forks 0/200, 3.0s").
+// when there are some; the time left in whole seconds, rounded up; before the first item is
+// decided, the time spent instead of the rate: "forks 0/200, 3.0s").
 std::string progress_line(std::string_view phase, std::size_t done, std::size_t total,
                           std::size_t failed, std::chrono::milliseconds elapsed);
 // The line of a phase that ended: "forks 200/200, 2 failed, done in 1.2s" or, when it stopped

@@ -74,9 +74,10 @@ TEST_CASE("the progress texts: count, failures, rate and time left; the end of a
   // Before anything is decided the time spent, so the line visibly lives.
   CHECK(progress_line("forks", 0, 200, 0, 3s) == "forks 0/200, 3.0s");
   // 81 done in 0.5 s: 162/s, and 119 left take 0.73 s, shown as a whole second up.
-  CHECK(progress_line("forks", 81, 200, 0, 500ms) == "forks 81/200, 162/s, ETA 1.0s");
-  CHECK(progress_line("forks", 81, 200, 2, 500ms) == "forks 81/200, 2 failed, 162/s, ETA 1.0s");
+  CHECK(progress_line("forks", 81, 200, 0, 500ms) == "forks 81/200, 162/s, ETA 1s");
+  CHECK(progress_line("forks", 81, 200, 2, 500ms) == "forks 81/200, 2 failed, 162/s, ETA 1s");
   CHECK(progress_line("buckets", 1, 5, 0, 4s) == "buckets 1/5, 0.2/s, ETA 16s");
+  CHECK(progress_line("buckets", 1, 500, 0, 4s) == "buckets 1/500, 0.2/s, ETA 33m16s");
   CHECK(phase_end_line("keys", 64, 64, 0, 120ms) == "keys 64/64, done in 0.1s");
   CHECK(phase_end_line("keys", 64, 64, 3, 120ms) == "keys 64/64, 3 failed, done in 0.1s");
   CHECK(phase_end_line("forks", 30, 64, 0, 2s) == "forks 30/64, stopped after 2.0s");
