@@ -5,6 +5,7 @@
 #include "tfork/core/module.hpp"
 #include "tfork/version.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -25,10 +26,29 @@ const Module& load(const char* file, const char* entry) {
   return *module;
 }
 
+// libcurl as Debian builds it links libldap and librtmp, which link GnuTLS, whose library
+// constructor initialises it (its crypto backend, p11-kit's trust modules: some 0.8 MiB of
+// memory) though tfork's transfers never use it: they are http and https only
+// (CURLOPT_PROTOCOLS_STR), over OpenSSL. GNUTLS_NO_IMPLICIT_INIT=1 turns that off
+// (gnutls_global_init(3)); it is set only while the module loads, so no agent inherits it, and
+// left alone when the user set it.
+const CurlModule& load_curl() {
+  constexpr const char* k_no_init = "GNUTLS_NO_IMPLICIT_INIT";
+  const bool set = std::getenv(k_no_init) == nullptr && ::setenv(k_no_init, "1", 0) == 0;
+  try {
+    const auto& module = load<CurlModule>("tfork-curl.so", "tfork_curl_module");
+    if (set) ::unsetenv(k_no_init);
+    return module;
+  } catch (...) {
+    if (set) ::unsetenv(k_no_init);
+    throw;
+  }
+}
+
 }  // namespace
 
 const CurlModule& curl() {
-  static const CurlModule& module = load<CurlModule>("tfork-curl.so", "tfork_curl_module");
+  static const CurlModule& module = load_curl();
   return module;
 }
 

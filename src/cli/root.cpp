@@ -220,21 +220,46 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& error,
   return exit_code(ErrorKind::usage);
 }
 
-}  // namespace
-
-void register_commands(CLI::App& app, Context& context) {
-  commands::register_bucket(app, context);
-  commands::register_completion(app, context);
-  commands::register_fork(app, context);
-  register_help(app, context);
-  commands::register_run(app, context);
-  commands::register_serve(app, context);
-  commands::register_snapshot(app, context);
-  commands::register_teardown(app, context);
-  commands::register_version(app, context);
+// The first word of `arguments` that is neither a global option of `app` nor an option's value;
+// "" when there is none, or when an option comes first that `app` does not know (its value
+// could be the next word).
+std::string command_word(const CLI::App& app, const std::vector<std::string>& arguments) {
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const auto& word = arguments[i];
+    if (!word.starts_with('-') || word == "-") return word;
+    if (word.find('=') != std::string::npos) continue;  // --output=json
+    const bool long_form = word.starts_with("--");
+    const auto* option = app.get_option_no_throw(long_form ? word : word.substr(0, 2));
+    if (option == nullptr) return {};
+    // "-o json" and "--output json" take the next word; "-ojson" holds its value.
+    if (option->get_items_expected_min() > 0 && (long_form || word.size() == 2)) ++i;
+  }
+  return {};
 }
 
-std::unique_ptr<CLI::App> make_app(Context& context) {
+}  // namespace
+
+void register_commands(CLI::App& app, Context& context, std::string_view only) {
+  struct Command {
+    std::string_view name;
+    void (*add)(CLI::App&, Context&);
+  };
+  // Names that need every command built (help, completion) are not in this list's `only`.
+  static constexpr Command k_commands[] = {
+      {"bucket", commands::register_bucket},     {"completion", commands::register_completion},
+      {"fork", commands::register_fork},         {"help", register_help},
+      {"run", commands::register_run},           {"serve", commands::register_serve},
+      {"snapshot", commands::register_snapshot}, {"teardown", commands::register_teardown},
+      {"version", commands::register_version},
+  };
+  const bool one =
+      only != "help" && only != "completion" &&
+      std::ranges::any_of(k_commands, [&](const Command& c) { return c.name == only; });
+  for (const auto& command : k_commands)
+    if (!one || command.name == only) command.add(app, context);
+}
+
+std::unique_ptr<CLI::App> make_app(Context& context, const std::vector<std::string>& arguments) {
   auto app = std::make_unique<CLI::App>(
       "tfork: give every agent its own copy-on-write fork of a Tigris bucket", "tfork");
   app->set_version_flag("--version", std::string("tfork ") + k_version);
@@ -245,7 +270,7 @@ std::unique_ptr<CLI::App> make_app(Context& context) {
       "Exit codes: 0 ok, 1 other, 2 auth, 3 not found, 4 throttled, 5 network, 6 conflict,\n"
       "7 partial, 64 usage, 130/143 interrupted (SIGINT/SIGTERM). See man tfork.");
   app->parse_complete_callback([&context] { configure_logging(context.options, context.env()); });
-  register_commands(*app, context);
+  register_commands(*app, context, command_word(*app, arguments));
   add_aliases(*app);
   return app;
 }
@@ -269,7 +294,7 @@ int run(int argc, char** argv, Context& context) {
   const bool json_asked = asks_for_json(arguments, context.env()("TFORK_OUTPUT"));
   std::string usage_hint = "tfork";
   try {
-    app = make_app(context);
+    app = make_app(context, arguments);
     install_interrupt_handler();
     if (arguments.empty() && !context.has_separator) {
       // Bare `tfork`: what it can do, and the usage exit code (nothing was asked).

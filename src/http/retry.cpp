@@ -39,10 +39,14 @@ ConcurrencyWindow::ConcurrencyWindow(std::size_t max_parallel)
 void ConcurrencyWindow::answered(bool throttled) {
   ++answers_;
   if (throttled) ++throttled_;
-  if (answers_ < limit_) return;
-  // One decision per window of answers: a throttle now and then (a busy shard, a random
-  // fault) costs one retry, not half the throughput; sustained throttling halves the window.
-  if (throttled_ * 3 >= answers_) {
+  // One decision per window of answers, and never on fewer than k_min_sample: a throttle now
+  // and then (a busy shard, a random fault) costs one retry, not half the throughput. A small
+  // window decided on its own few answers would read a steady one-in-five throttling as
+  // "sustained" by chance often enough to sink to one request in flight and stay there.
+  if (answers_ < std::max(limit_, k_min_sample)) return;
+  // Sustained throttling (half the answers or more) halves the window: a server at its limit
+  // throttles what goes beyond it, so the window settles between that limit and twice it.
+  if (throttled_ * 2 >= answers_) {
     limit_ = std::max<std::size_t>(limit_ / 2, 1);
   } else if (limit_ < max_) {
     ++limit_;
@@ -51,9 +55,12 @@ void ConcurrencyWindow::answered(bool throttled) {
   throttled_ = 0;
 }
 
-std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry) {
+std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry,
+                                          std::optional<std::chrono::milliseconds> pace) {
   using std::chrono::milliseconds;
-  const auto base = std::max<milliseconds::rep>(policy.base_delay.count(), 0);
+  auto unit = policy.base_delay;
+  if (pace) unit = std::clamp(*pace, milliseconds{1}, policy.base_delay);
+  const auto base = std::max<milliseconds::rep>(unit.count(), 0);
   const auto cap = std::max<milliseconds::rep>(policy.max_delay.count(), 0);
   // Doubling past 2^30 overflows long before it matters: the cap has taken over by then.
   const int shift = std::clamp(retry - 1, 0, 30);

@@ -61,7 +61,10 @@ using Result = std::expected<Response, TransportError>;
 //
 // Throttling (429, 503, a SlowDown body) is a request to slow down, not a failure: while the
 // answers are throttling a request gets up to throttle_attempts sends (unless max_attempts is
-// 1, meaning no retries at all), and send_all narrows its window meanwhile (AIMD, below).
+// 1, meaning no retries at all), and send_batch narrows its window meanwhile (AIMD, below).
+// The window is what slows the whole batch down; one throttled request's own retries wait
+// multiples of the time its answer took (backoff_ceiling's `pace`), never more than
+// base_delay's multiples.
 struct RetryPolicy {
   int max_attempts = 3;
   int throttle_attempts = 10;
@@ -170,10 +173,14 @@ bool is_retryable_response(const Response& response);
 // True for the throttling answers among those: 429, 503, or a SlowDown error body.
 bool is_throttling_response(const Response& response);
 
-// The additive-increase, multiplicative-decrease window of send_all, on its own so that its
-// arithmetic can be tested: `limit()` requests may be in flight.
+// The additive-increase, multiplicative-decrease window of send_batch, on its own so that its
+// arithmetic can be tested: `limit()` requests may be in flight. After each window of answers
+// (as many as the limit, and at least k_min_sample), the limit halves when half of them or
+// more were throttling, and grows by one (up to `max_parallel`) otherwise.
 class ConcurrencyWindow {
  public:
+  static constexpr std::size_t k_min_sample = 32;
+
   explicit ConcurrencyWindow(std::size_t max_parallel);
   std::size_t limit() const { return limit_; }
   void answered(bool throttled);  // one answer came back (not counting transport errors)
@@ -186,8 +193,11 @@ class ConcurrencyWindow {
 };
 
 // The upper bound of the full-jitter backoff before retry number `retry` (1 before the second
-// send): min(max_delay, base_delay * 2^(retry - 1)). The actual sleep is uniform in [0, bound].
-std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry);
+// send): min(max_delay, unit * 2^(retry - 1)), where the unit is base_delay, or `pace` (how
+// long the throttled answer took) when that is shorter. The actual sleep is uniform in
+// [0, bound].
+std::chrono::milliseconds backoff_ceiling(const RetryPolicy& policy, int retry,
+                                          std::optional<std::chrono::milliseconds> pace = {});
 
 // For --debug logs: the request line and headers with the Authorization signature,
 // x-amz-security-token and any secret redacted.

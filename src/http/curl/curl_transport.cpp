@@ -291,7 +291,7 @@ class CurlTransport final : public Transport {
       transfer->attempts = attempts_so_far + 1;
       transfer->sent = std::chrono::steady_clock::now();
       transfer->log = log_;
-      transfer->easy.reset(curl_easy_init());
+      transfer->easy = owner_.take_easy();
       if (!transfer->easy) {
         finish(id,
                std::unexpected(TransportError{TransportError::Kind::other,
@@ -354,7 +354,7 @@ class CurlTransport final : public Transport {
       // Tigris answers are small XML/JSON documents: a 4 KiB receive buffer per transfer
       // instead of curl's 16 KiB keeps 64 transfers in flight well inside cli.md §9's memory
       // budget, at no cost in round trips.
-      curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 4096L);
+      curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 1024L);
       curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
       curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, transfer.error);
       curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -415,6 +415,7 @@ class CurlTransport final : public Transport {
         curl_multi_remove_handle(owner_.multi_.get(), transfer->easy.get());
         any = true;
         completed(*transfer, code);
+        owner_.give_back(std::move(transfer->easy), parallel_);
       }
       return any;
     }
@@ -444,7 +445,8 @@ class CurlTransport final : public Transport {
         }
         if (verbosity() >= 1 && window_.limit() != limit_before) {
           spdlog::info("{}: at most {} requests in flight now",
-                       throttled ? "throttled" : "recovering", window_.limit());
+                       window_.limit() < limit_before ? "throttled" : "recovering",
+                       window_.limit());
         }
         if (verbosity() >= 2) {
           spdlog::info("{} {} -> {} ({} ms, attempt {})", request.method,
@@ -498,7 +500,9 @@ class CurlTransport final : public Transport {
         return;
       }
       if (retry && transfer.attempts < budget) {
-        const auto ceiling = backoff_ceiling(owner_.options_.retry, transfer.attempts);
+        const auto ceiling = backoff_ceiling(
+            owner_.options_.retry, transfer.attempts,
+            throttled ? std::optional(milliseconds{elapsed_ms(transfer)}) : std::nullopt);
         const milliseconds delay{
             std::uniform_int_distribution<milliseconds::rep>(0, ceiling.count())(owner_.random_)};
         if (log_) {
@@ -582,6 +586,22 @@ class CurlTransport final : public Transport {
     std::shared_ptr<spdlog::logger> log_;
   };
 
+  // An easy handle for the next transfer: one a finished transfer gave back (reset to libcurl's
+  // defaults: its buffers stay, its options go), else a new one. Reusing them saves allocating
+  // and freeing a handle and its receive buffer for every request of a batch.
+  curl::Easy take_easy() {
+    if (idle_.empty()) return curl::Easy(curl_easy_init());
+    curl::Easy easy = std::move(idle_.back());
+    idle_.pop_back();
+    return easy;
+  }
+  // Keeps at most `keep` idle handles: as many as a batch has in flight.
+  void give_back(curl::Easy easy, std::size_t keep) {
+    if (!easy || idle_.size() >= keep) return;
+    curl_easy_reset(easy.get());
+    idle_.push_back(std::move(easy));
+  }
+
   Options options_;
   std::mutex mutex_;  // one call at a time: a multi handle belongs to one thread
   std::mt19937_64 random_;
@@ -590,6 +610,7 @@ class CurlTransport final : public Transport {
   // share handle that holds their TLS sessions. Easy handles live only inside a Loop.
   curl::Share share_;
   curl::Multi multi_;
+  std::vector<curl::Easy> idle_;  // destroyed first: before the handles they were attached to
 };
 
 }  // namespace

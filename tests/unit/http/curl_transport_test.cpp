@@ -20,6 +20,7 @@
 #include <mutex>
 #include <netinet/in.h>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -727,22 +728,55 @@ TEST_CASE("a retry goes out re-signed: the request's resign() is sent instead", 
 }
 
 TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one otherwise", "[http]") {
-  tfork::http::ConcurrencyWindow window(16);
-  CHECK(window.limit() == 16);
-  for (int i = 0; i < 16; ++i)
+  using tfork::http::ConcurrencyWindow;
+  constexpr auto sample = ConcurrencyWindow::k_min_sample;  // answers per decision, at least
+  ConcurrencyWindow window(64);
+  CHECK(window.limit() == 64);
+  for (int i = 0; i < 64; ++i)
     window.answered(i % 2 == 0);  // half of a window throttled
-  CHECK(window.limit() == 8);
-  for (int i = 0; i < 8; ++i)
-    window.answered(i == 0);  // one in eight: noise, not a signal
-  CHECK(window.limit() == 9);
-  for (int round = 0; round < 10; ++round)
+  CHECK(window.limit() == 32);
+  for (std::size_t i = 0; i < sample; ++i)
+    window.answered(i < 15);  // fewer than half: not sustained
+  CHECK(window.limit() == 33);
+  for (int round = 0; round < 40; ++round)
     for (int i = 0; i < 64; ++i)
       window.answered(false);
-  CHECK(window.limit() == 16);  // never above max_parallel
-  for (int round = 0; round < 10; ++round)
-    for (int i = 0; i < 16; ++i)
+  CHECK(window.limit() == 64);  // never above max_parallel
+  for (int round = 0; round < 20; ++round)
+    for (std::size_t i = 0; i < std::max<std::size_t>(window.limit(), sample); ++i)
       window.answered(true);
   CHECK(window.limit() == 1);  // never below one
+  // A small window decides on k_min_sample answers, not on its own two.
+  window.answered(true);
+  window.answered(true);
+  CHECK(window.limit() == 1);
+}
+
+TEST_CASE("ConcurrencyWindow: one answer in five throttled at random never sinks it", "[http]") {
+  // A server that throttles a fifth of all requests whatever the rate (tfork serve
+  // --fail-rate 0.2): halving would not lower that share, so the window must stay wide.
+  tfork::http::ConcurrencyWindow window(64);
+  std::mt19937 random(7);
+  std::bernoulli_distribution throttled(0.2);
+  std::size_t narrowest = 64;
+  for (int i = 0; i < 20000; ++i) {
+    window.answered(throttled(random));
+    narrowest = std::min(narrowest, window.limit());
+  }
+  CHECK(narrowest >= 48);
+}
+
+TEST_CASE("backoff: a throttled retry waits multiples of its answer's time, at most the base's",
+          "[http]") {
+  using tfork::http::backoff_ceiling;
+  tfork::http::RetryPolicy policy;
+  policy.base_delay = 100ms;
+  policy.max_delay = 1000ms;
+  CHECK(backoff_ceiling(policy, 1, 25ms) == 25ms);
+  CHECK(backoff_ceiling(policy, 3, 25ms) == 100ms);
+  CHECK(backoff_ceiling(policy, 1, 400ms) == 100ms);  // a slow answer: the base's
+  CHECK(backoff_ceiling(policy, 2, 0ms) == 2ms);      // at least a millisecond
+  CHECK(backoff_ceiling(policy, 9, 25ms) == 1000ms);
 }
 
 TEST_CASE("send_all narrows its window when the server throttles above a concurrency", "[http]") {
