@@ -57,6 +57,10 @@ const CryptoModule& crypto() {
   return module;
 }
 
+const crypto::Primitives& crypto_primitives() {
+  return crypto().primitives;
+}
+
 const ServeModule& serve() {
   static const ServeModule& module = load<ServeModule>("tfork-serve.so", "tfork_serve_module");
   return module;

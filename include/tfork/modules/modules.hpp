@@ -61,6 +61,8 @@ struct ServeModule {
 const CurlModule& curl();
 const CryptoModule& crypto();
 const ServeModule& serve();
+// crypto().primitives: the executable's source of crypto::primitives() (src/main.cpp).
+const crypto::Primitives& crypto_primitives();
 
 }  // namespace tfork::modules
 
