@@ -469,6 +469,19 @@ complete -c tfork -f
   return s;
 }
 
+// The script for `shell` (bash, zsh or fish) of the whole command tree of `root`.
+cli::CommandResult run_completion(const std::string& shell, const CLI::App& root) {
+  const auto tree = command_tree(root);
+  cli::CommandResult result;
+  if (shell == "bash")
+    result.text = bash_script(tree);
+  else if (shell == "zsh")
+    result.text = zsh_script(tree);
+  else
+    result.text = fish_script(tree);
+  return result;
+}
+
 }  // namespace
 
 void register_completion(CLI::App& root, cli::Context& context) {
@@ -485,17 +498,7 @@ void register_completion(CLI::App& root, cli::Context& context) {
   // The whole tree exists by the time the command runs (every command is registered). The
   // script is text whatever --output says.
   const CLI::App* app = &root;
-  cli::on_run(*command, context, [shell, app] {
-    const auto tree = command_tree(*app);
-    cli::CommandResult result;
-    if (*shell == "bash")
-      result.text = bash_script(tree);
-    else if (*shell == "zsh")
-      result.text = zsh_script(tree);
-    else
-      result.text = fish_script(tree);
-    return result;
-  });
+  cli::on_run(*command, context, [shell, app] { return run_completion(*shell, *app); });
 }
 
 }  // namespace tfork::commands

@@ -132,6 +132,23 @@ struct EnvOptions {
   std::string format;  // "" : by --output (json) or env
 };
 
+// One agent's environment, in the format asked for (the document with --output json).
+cli::CommandResult run_env(const EnvOptions& options) {
+  const auto manifest = workflow::read_manifest(options.manifest);
+  const auto env = workflow::agent_env(manifest, options.selector);
+  cli::CommandResult result;
+  if (options.format == "dotenv") {
+    result.text = workflow::to_dotenv(env);
+  } else if (options.format == "json") {
+    result.text = workflow::to_json(env).dump(2) + "\n";
+  } else if (options.format == "env") {
+    result.text = workflow::to_shell(env);
+  } else {
+    result = cli::document(workflow::to_json(env), workflow::to_shell(env));
+  }
+  return result;
+}
+
 void add_fork_env(CLI::App& fork, cli::Context& context) {
   auto options = std::make_shared<EnvOptions>();
   auto* command = fork.add_subcommand(
@@ -151,26 +168,7 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
       ->add_option("--format", options->format,
                    "env (export/unset lines, the default), dotenv, or json")
       ->check(cli::one_of("--format", {"env", "dotenv", "json"}));
-  cli::on_run(*command, context, [options, &context] {
-    const auto manifest = workflow::read_manifest(options->manifest);
-    const auto env = workflow::agent_env(manifest, options->selector);
-    if (options->format == "dotenv") {
-      cli::CommandResult result;
-      result.text = workflow::to_dotenv(env);
-      return result;
-    }
-    if (options->format == "json") {
-      cli::CommandResult result;
-      result.text = workflow::to_json(env).dump(2) + "\n";
-      return result;
-    }
-    if (options->format == "env") {
-      cli::CommandResult result;
-      result.text = workflow::to_shell(env);
-      return result;
-    }
-    return cli::document(workflow::to_json(env), workflow::to_shell(env));
-  });
+  cli::on_run(*command, context, [options] { return run_env(*options); });
 }
 
 }  // namespace

@@ -206,6 +206,45 @@ std::string printable_key(std::string_view key) {
   return out;
 }
 
+// ---- the commands
+
+cli::CommandResult run_fork_diff(const DiffOptions& options, cli::Context& context) {
+  cli::require_bucket_name(options.fork, "fork");
+  // Streamed to stdout as it is found rather than gathered into a document (cli.md §9:
+  // memory independent of the object count), so the result carries nothing to print.
+  write_diff(context.client(), options.fork, options.prefix, options.stat,
+             context.format() == output::Format::json, std::cout);
+  return cli::CommandResult{};
+}
+
+cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& context) {
+  check_merge_options(options);
+  if (context.options.dry_run && !options.into.empty())
+    return context.dry_run(merge_operations(options, options.into));
+  auto& client = context.client();
+  const auto parent = merge_parent(client, options);
+  if (context.options.dry_run) return context.dry_run(merge_operations(options, parent));
+  confirm(context,
+          fmt::format("Merge fork {} into {}? This writes into {}", options.fork, parent, parent));
+  const auto result = run_merge(client, options, parent);
+  return cli::document(to_json(result), to_table(result));
+}
+
+cli::CommandResult run_fork_rebase(const std::string& fork, cli::Context& context) {
+  cli::require_bucket_name(fork, "fork");
+  if (context.options.dry_run) {
+    const tigris::Operation ops[] = {tigris::rebase_fork(fork)};
+    return context.dry_run(ops);
+  }
+  auto& client = context.client();
+  const auto source = rebase_source(client, fork);
+  confirm(context, fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
+                               "current data under its own changes",
+                               fork, source, source));
+  const auto result = run_rebase(client, fork, source);
+  return cli::document(to_json(result), to_table(result));
+}
+
 // ---- registration
 
 void add_fork_after(CLI::App& fork, cli::Context& context) {
@@ -221,14 +260,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
   diff->add_option("FORK", diff_options->fork, "The fork to compare with its source")->required();
   diff->add_option("--prefix", diff_options->prefix, "Only keys starting with P");
   diff->add_flag("--stat", diff_options->stat, "Counts and bytes only");
-  cli::on_run(*diff, context, [diff_options, &context] {
-    cli::require_bucket_name(diff_options->fork, "fork");
-    // Streamed to stdout as it is found rather than gathered into a document (cli.md §9:
-    // memory independent of the object count), so the result carries nothing to print.
-    write_diff(context.client(), diff_options->fork, diff_options->prefix, diff_options->stat,
-               context.format() == output::Format::json, std::cout);
-    return cli::CommandResult{};
-  });
+  cli::on_run(*diff, context,
+              [diff_options, &context] { return run_fork_diff(*diff_options, context); });
 
   auto merge_options = std::make_shared<MergeOptions>();
   auto* merge = fork.add_subcommand("merge",
@@ -245,18 +278,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
                     "The parent (default: the fork's source; must be it)");
   merge->add_flag("--no-snapshot", merge_options->no_snapshot,
                   "Do not snapshot the parent first (the merge cannot be undone by forking)");
-  cli::on_run(*merge, context, [merge_options, &context] {
-    check_merge_options(*merge_options);
-    if (context.options.dry_run && !merge_options->into.empty())
-      return context.dry_run(merge_operations(*merge_options, merge_options->into));
-    auto& client = context.client();
-    const auto parent = merge_parent(client, *merge_options);
-    if (context.options.dry_run) return context.dry_run(merge_operations(*merge_options, parent));
-    confirm(context, fmt::format("Merge fork {} into {}? This writes into {}", merge_options->fork,
-                                 parent, parent));
-    const auto result = run_merge(client, *merge_options, parent);
-    return cli::document(to_json(result), to_table(result));
-  });
+  cli::on_run(*merge, context,
+              [merge_options, &context] { return run_fork_merge(*merge_options, context); });
 
   auto rebase_fork = std::make_shared<std::string>();
   auto* rebase = fork.add_subcommand("rebase",
@@ -267,20 +290,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
       "version the fork is based on." +
       std::string("\n\n") + rebase->get_footer());
   rebase->add_option("FORK", *rebase_fork, "The fork to rebase")->required();
-  cli::on_run(*rebase, context, [rebase_fork, &context] {
-    cli::require_bucket_name(*rebase_fork, "fork");
-    if (context.options.dry_run) {
-      const tigris::Operation ops[] = {tigris::rebase_fork(*rebase_fork)};
-      return context.dry_run(ops);
-    }
-    auto& client = context.client();
-    const auto source = rebase_source(client, *rebase_fork);
-    confirm(context, fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
-                                 "current data under its own changes",
-                                 *rebase_fork, source, source));
-    const auto result = run_rebase(client, *rebase_fork, source);
-    return cli::document(to_json(result), to_table(result));
-  });
+  cli::on_run(*rebase, context,
+              [rebase_fork, &context] { return run_fork_rebase(*rebase_fork, context); });
 }
 
 }  // namespace tfork::commands::fork

@@ -94,6 +94,8 @@ void write_diff(tigris::Client& client, const std::string& fork, const std::stri
                 bool stat_only, bool json, std::ostream& out);
 // A key for a terminal: control characters as \xNN.
 std::string printable_key(std::string_view key);
+// The command: the name checked, the diff streamed to stdout (the result prints nothing).
+cli::CommandResult run_fork_diff(const DiffOptions& options, cli::Context& context);
 
 struct MergeOptions {
   std::string fork;
@@ -118,6 +120,9 @@ MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent);
 output::Json to_json(const MergeResult& result);
 std::string to_table(const MergeResult& result);
+// The command: options checked, --dry-run, the confirmation (a terminal asks; elsewhere
+// --yes), the merge.
+cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& context);
 
 struct RebaseResult {
   std::string fork;
@@ -129,6 +134,7 @@ std::string rebase_source(tigris::Client& client, const std::string& fork);
 RebaseResult run_rebase(tigris::Client& client, const std::string& fork, const std::string& source);
 output::Json to_json(const RebaseResult& result);
 std::string to_table(const RebaseResult& result);
+cli::CommandResult run_fork_rebase(const std::string& fork, cli::Context& context);
 
 }  // namespace fork
 }  // namespace tfork::commands
