@@ -141,7 +141,7 @@ void report_error(const Error& error, const Context& context, bool json) {
 
 // The one road out of a command (cli.md §6): its result on stdout, then its error, if any,
 // on stderr (one JSON object with --output json), and the exit code of that error's kind.
-int finish(CommandResult result, Context& context, const std::string& usage_hint) {
+int report_result(CommandResult result, Context& context, const std::string& usage_hint) {
   context.end_progress();
   auto format = output::Format::table;
   try {
@@ -333,7 +333,7 @@ int run(int argc, char** argv, Context& context) {
   if (interrupted().load() && (!result.error || result.error->kind == ErrorKind::partial))
     result.error = Error{ErrorKind::interrupted, "Interrupted", "interrupted", 0, {}};
   // SIGTERM is handled like SIGINT; only the exit code tells them apart (cli.md §6).
-  return interrupted_exit_code(finish(std::move(result), context, usage_hint));
+  return interrupted_exit_code(report_result(std::move(result), context, usage_hint));
 }
 
 }  // namespace tfork::cli

@@ -271,7 +271,7 @@ class ForkRun {
       state.checks = 1;
       return Verdict::then(tigris::head_bucket(fork.bucket));
     }
-    return fail(fork, std::move(*error));
+    return mark_failed(fork, std::move(*error));
   }
 
   Verdict judge_check(std::size_t i, const http::Result& answer) {
@@ -289,7 +289,7 @@ class ForkRun {
           return Verdict::then(tigris::head_bucket(fork.bucket), *wait);
         }
       }
-      return fail(fork, std::move(state.conflict));
+      return mark_failed(fork, std::move(state.conflict));
     }
     const auto head = tigris::parse_head_bucket(*answer);
     const bool same_source = head.fork_source == plan_.source;
@@ -300,17 +300,18 @@ class ForkRun {
       fork.status = Status::exists;
     } else if (same_source && plan_.exist_ok) {
       // cli.md §4.7: another snapshot's fork would show the agent other data.
-      return fail(fork, Error{ErrorKind::conflict, "ForkSnapshotMismatch",
-                              fmt::format("exists as a fork of {} from snapshot {}, but this run "
-                                          "forks snapshot {}; not adopted",
-                                          plan_.source,
-                                          head.fork_source_snapshot.value_or("(none)"), snapshot),
-                              409, state.conflict.request_id});
+      return mark_failed(
+          fork,
+          Error{ErrorKind::conflict, "ForkSnapshotMismatch",
+                fmt::format("exists as a fork of {} from snapshot {}, but this run "
+                            "forks snapshot {}; not adopted",
+                            plan_.source, head.fork_source_snapshot.value_or("(none)"), snapshot),
+                409, state.conflict.request_id});
     } else {
       // Taken by something this run may not adopt: say what it is and what to do.
       auto error = std::move(state.conflict);
       if (names_taken(error.code) || same_source) error.message = name_taken_message(head);
-      return fail(fork, std::move(error));
+      return mark_failed(fork, std::move(error));
     }
     save_throttled();
     return key_step(i);
@@ -352,7 +353,7 @@ class ForkRun {
 
   // The fork failed: recorded, and (unless --keep-partial) nothing more is sent, since the
   // run rolls back.
-  Verdict fail(ManifestFork& fork, Error error) {
+  Verdict mark_failed(ManifestFork& fork, Error error) {
     error.message = fork.bucket + ": " + error.message;
     note_failure(error);
     fork.status = Status::failed;

@@ -170,7 +170,7 @@ class TeardownRun {
         names);
     for (std::size_t k = 0; k < items.size(); ++k) {
       states_[items[k]].headed = true;
-      if (!results[k].decided) fail(result_.forks[items[k]], interrupted_error(k_run_again));
+      if (!results[k].decided) mark_failed(result_.forks[items[k]], interrupted_error(k_run_again));
     }
     if (with_key_listing && !results.back().decided)
       key_listing_error_ = interrupted_error(k_run_again);
@@ -188,7 +188,7 @@ class TeardownRun {
         return;
       }
       error->message = state.target.bucket + ": " + error->message;
-      fail(item, std::move(*error));
+      mark_failed(item, std::move(*error));
       return;
     }
     state.visible = true;
@@ -197,17 +197,18 @@ class TeardownRun {
     if (!plan_.allow_non_fork) {
       // cli.md §5: never the source, never a bucket that is not a fork.
       if (!head.fork_source) {
-        skip(item, "NotAFork",
-             fmt::format("{} is not a fork (HeadBucket shows no X-Tigris-Fork-Source-Bucket); "
-                         "not deleted (--allow-non-fork deletes it anyway)",
-                         state.target.bucket));
+        mark_skipped(
+            item, "NotAFork",
+            fmt::format("{} is not a fork (HeadBucket shows no X-Tigris-Fork-Source-Bucket); "
+                        "not deleted (--allow-non-fork deletes it anyway)",
+                        state.target.bucket));
         return;
       }
       if (!state.target.expected_source.empty() &&
           *head.fork_source != state.target.expected_source) {
-        skip(item, "ForkOfAnotherSource",
-             fmt::format("{} is a fork of {}, not of {}; not deleted", state.target.bucket,
-                         *head.fork_source, state.target.expected_source));
+        mark_skipped(item, "ForkOfAnotherSource",
+                     fmt::format("{} is a fork of {}, not of {}; not deleted", state.target.bucket,
+                                 *head.fork_source, state.target.expected_source));
         return;
       }
     }
@@ -231,7 +232,7 @@ class TeardownRun {
         auto error = e.error();
         error.message = state.target.bucket + ": cannot list its forks: " + error.message;
         states_[i].deletable = false;
-        fail(result_.forks[i], std::move(error));
+        mark_failed(result_.forks[i], std::move(error));
         continue;
       }
       std::vector<std::string> outside;
@@ -240,10 +241,11 @@ class TeardownRun {
       if (outside.empty()) continue;
       if (!plan_.recursive) {
         states_[i].deletable = false;
-        skip(result_.forks[i], "BucketHasForks",
-             fmt::format("{} has forks of its own ({}); left with its key (--recursive deletes "
-                         "them first)",
-                         states_[i].target.bucket, fmt::join(outside, ", ")));
+        mark_skipped(
+            result_.forks[i], "BucketHasForks",
+            fmt::format("{} has forks of its own ({}); left with its key (--recursive deletes "
+                        "them first)",
+                        states_[i].target.bucket, fmt::join(outside, ", ")));
         continue;
       }
       const auto parent = states_[i].target.bucket;
@@ -300,7 +302,7 @@ class TeardownRun {
       for (std::size_t i = 0; i < states_.size(); ++i) {
         if (!states_[i].deletable) continue;
         states_[i].deletable = false;
-        fail(result_.forks[i], error);
+        mark_failed(result_.forks[i], error);
       }
       return;
     }
@@ -380,7 +382,7 @@ class TeardownRun {
         if (outcome == Status::failed && states_[i].deletable) {
           // The bucket stays while a key with a role on it lives (a re-run finishes both).
           states_[i].deletable = false;
-          fail(result_.forks[i], *key_item.error);
+          mark_failed(result_.forks[i], *key_item.error);
         }
       }
     }
@@ -470,7 +472,7 @@ class TeardownRun {
               item.status = ours ? Status::already_gone : Status::not_found;
             } else {
               error->message = item.bucket + ": " + error->message;
-              fail(item, std::move(*error));
+              mark_failed(item, std::move(*error));
             }
             return Verdict::done(item.status, item.error);
           },
@@ -651,12 +653,13 @@ class TeardownRun {
 
   // ---- outcome
 
-  void fail(TeardownItem& item, Error error) {
+  // Records the item as failed (its first error kept); nothing is thrown.
+  void mark_failed(TeardownItem& item, Error error) {
     item.status = Status::failed;
     if (!item.error) item.error = std::move(error);
   }
 
-  void skip(TeardownItem& item, std::string code, std::string message) {
+  void mark_skipped(TeardownItem& item, std::string code, std::string message) {
     item.status = Status::skipped;
     if (!item.error)
       item.error = Error{ErrorKind::conflict, std::move(code), std::move(message), 0, {}};

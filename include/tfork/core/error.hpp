@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Typed errors shared by every layer. Code branches on `kind`, never on message text;
-// the one top-level catch in main.cpp maps kinds to the exit codes of cli.md §6.
+// cli::run alone maps kinds to the exit codes of cli.md §6 (src/cli/root.cpp).
 
 #include <stdexcept>
 #include <string>

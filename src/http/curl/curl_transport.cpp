@@ -252,7 +252,8 @@ class CurlTransport final : public Transport {
           .count();
     }
 
-    void finish(std::size_t id, Result result) { batch_.done(id, std::move(result)); }
+    // Hands request `id`'s final result to the batch (its one done() call).
+    void deliver(std::size_t id, Result result) { batch_.done(id, std::move(result)); }
 
     // Fills free slots: retries whose backoff is over first, then the batch's next requests.
     // True when a slot stayed free because the batch had nothing ready.
@@ -293,20 +294,20 @@ class CurlTransport final : public Transport {
       transfer->log = log_;
       transfer->easy = owner_.take_easy();
       if (!transfer->easy) {
-        finish(id,
-               std::unexpected(TransportError{TransportError::Kind::other,
-                                              "libcurl: cannot create a handle", attempts_so_far}));
+        deliver(id, std::unexpected(TransportError{TransportError::Kind::other,
+                                                   "libcurl: cannot create a handle",
+                                                   attempts_so_far}));
         return;
       }
       if (auto problem = configure(*transfer)) {
-        finish(id, std::unexpected(TransportError{TransportError::Kind::other, std::move(*problem),
-                                                  attempts_so_far}));
+        deliver(id, std::unexpected(TransportError{TransportError::Kind::other, std::move(*problem),
+                                                   attempts_so_far}));
         return;
       }
       if (curl_multi_add_handle(owner_.multi_.get(), transfer->easy.get()) != CURLM_OK) {
-        finish(id, std::unexpected(TransportError{TransportError::Kind::other,
-                                                  "libcurl: cannot start a transfer",
-                                                  attempts_so_far}));
+        deliver(id, std::unexpected(TransportError{TransportError::Kind::other,
+                                                   "libcurl: cannot start a transfer",
+                                                   attempts_so_far}));
         return;
       }
       active_.push_back(std::move(transfer));
@@ -496,7 +497,7 @@ class CurlTransport final : public Transport {
                              : max_attempts();
       if (retry && transfer.attempts < budget && cancelled()) {
         // It would have been sent again: it is unfinished, so it ends as cancelled.
-        finish(transfer.index, std::unexpected(cancelled_error(request, transfer.attempts)));
+        deliver(transfer.index, std::unexpected(cancelled_error(request, transfer.attempts)));
         return;
       }
       if (retry && transfer.attempts < budget) {
@@ -518,7 +519,7 @@ class CurlTransport final : public Transport {
             Waiting{Clock::now() + delay, transfer.index, transfer.original, transfer.attempts});
         return;
       }
-      finish(transfer.index, std::move(result));
+      deliver(transfer.index, std::move(result));
     }
 
     // Options::cancel: every transfer in flight is dropped now, and every request taken but not
@@ -556,7 +557,7 @@ class CurlTransport final : public Transport {
       waiting_.clear();
       std::ranges::sort(unfinished, {}, &Unfinished::id);
       for (const auto& item : unfinished)
-        finish(item.id, std::unexpected(error_for(*item.request, item.attempts)));
+        deliver(item.id, std::unexpected(error_for(*item.request, item.attempts)));
     }
 
     // Short enough to notice Options::cancel promptly, and no later than the next retry's
