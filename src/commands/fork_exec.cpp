@@ -146,13 +146,7 @@ cli::CommandResult run_exec(const ExecCommandOptions& options, cli::Context& con
 // ---- run
 
 struct RunOptions {
-  std::string source;
-  int count = 0;
-  std::string prefix;
-  std::string snapshot;
-  std::optional<std::string> snapshot_name;
-  std::string keys = "editor";
-  std::string manifest;
+  fork::CreateOptions create;  // what fork create takes, mapped to its plan by plan_create
   std::string keep = "none";
   AgentOptions agents;
 };
@@ -166,20 +160,13 @@ bool kept(const std::string& keep, const workflow::AgentResult& agent) {
 
 cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   const auto agent = agent_command(context);
-  if (options.keys == "none") usage_error("run gives each agent a key: --keys none cannot run");
+  if (options.create.keys == "none")
+    usage_error("run gives each agent a key: --keys none cannot run");
   const auto run_options = exec_options(options.agents);
 
   // The run's record always exists (cli.md §10: the manifest stays): a run mints keys, so
   // fork create's plan always has a manifest (default ./<prefix>.manifest.json).
-  fork::CreateOptions create;
-  create.source = options.source;
-  create.count = options.count;
-  create.prefix = options.prefix;
-  create.snapshot = options.snapshot;
-  create.snapshot_name = options.snapshot_name;
-  create.keys = options.keys;
-  create.manifest = options.manifest;
-  const auto plan = fork::plan_create(create);
+  const auto plan = fork::plan_create(options.create);
   if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
 
   // From here on, Ctrl-C or SIGTERM at any moment leaves a manifest that `teardown
@@ -281,23 +268,23 @@ void register_run(CLI::App& root, cli::Context& context) {
       "Ctrl-C (or SIGTERM) at any moment stops the run with a manifest that `teardown\n"
       "--manifest` finishes. Exit as fork exec, or the error of fork create or teardown." +
       std::string("\n\n") + command->get_footer());
-  command->add_option("SOURCE", options->source, "The bucket to fork (snapshot-enabled)")
+  command->add_option("SOURCE", options->create.source, "The bucket to fork (snapshot-enabled)")
       ->required();
   command->parse_complete_callback([&context] { context.takes_command = true; });
   command
-      ->add_option("-n,--count", options->count,
+      ->add_option("-n,--count", options->create.count,
                    fmt::format("How many agents (forks), 1-{}", workflow::k_max_forks))
       ->check(cli::whole_number("-n", 1, workflow::k_max_forks))
       ->required();
-  command->add_option("--prefix", options->prefix,
+  command->add_option("--prefix", options->create.prefix,
                       "Fork name prefix (default <source>-fork-<unix-ms>)");
-  command->add_option("--snapshot", options->snapshot,
+  command->add_option("--snapshot", options->create.snapshot,
                       "Fork from this snapshot instead of taking one");
-  command->add_option("--snapshot-name", options->snapshot_name,
+  command->add_option("--snapshot-name", options->create.snapshot_name,
                       "Name of the snapshot taken (default 'tfork <prefix>')");
-  command->add_option("--keys", options->keys, "Key per fork: editor (default) or readonly")
+  command->add_option("--keys", options->create.keys, "Key per fork: editor (default) or readonly")
       ->check(cli::one_of("--keys", {"editor", "readonly"}));
-  command->add_option("--manifest", options->manifest,
+  command->add_option("--manifest", options->create.manifest,
                       "Where the run's manifest goes (default ./<prefix>.manifest.json)");
   command
       ->add_option("--keep", options->keep,

@@ -138,32 +138,25 @@ bool BatchRunner::interrupted() const {
 
 BatchRunner::Phase::Phase(output::ProgressSink* sink, std::string name, std::size_t total)
     : sink_(sink), name_(std::move(name)), total_(total) {
-  if (!sink_) return;
-  output::ProgressEvent event;
-  event.kind = output::ProgressEvent::Kind::phase_started;
-  event.phase = name_;
-  event.total = total_;
-  sink_->on_event(event);
+  emit(output::ProgressEvent::Kind::phase_started, {}, output::Status::none, {});
 }
 
 BatchRunner::Phase::~Phase() {
-  if (!sink_) return;
-  output::ProgressEvent event;
-  event.kind = output::ProgressEvent::Kind::phase_ended;
-  event.phase = name_;
-  event.total = total_;
-  event.done = done_;
-  event.failed = failed_;
-  sink_->on_event(event);
+  emit(output::ProgressEvent::Kind::phase_ended, {}, output::Status::none, {});
 }
 
 void BatchRunner::Phase::record(std::string_view item, output::Status status, bool failed,
                                 std::string_view request_id) {
   ++done_;
   if (failed) ++failed_;
+  emit(output::ProgressEvent::Kind::item_done, item, status, request_id);
+}
+
+void BatchRunner::Phase::emit(output::ProgressEvent::Kind kind, std::string_view item,
+                              output::Status status, std::string_view request_id) const {
   if (!sink_) return;
   output::ProgressEvent event;
-  event.kind = output::ProgressEvent::Kind::item_done;
+  event.kind = kind;
   event.phase = name_;
   event.total = total_;
   event.done = done_;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <set>
 #include <sys/stat.h>
 
@@ -382,29 +383,21 @@ class ForkRun {
       key_indices.push_back(i);
       key_deletes.push_back(iam::delete_access_key(forks[i].access_key_id));
     }
-    std::size_t keys_removed = 0;
-    {
-      auto phase = runner_.phase("rollback of keys", key_deletes.size());
-      runner_.run(
-          &phase, std::move(key_deletes),
-          [&](std::size_t k, const http::Result& answer) {
-            auto& fork = forks[key_indices[k]];
-            auto error = tigris::error_from_result(answer, "DeleteAccessKey");
-            if (error && !key_gone(*error)) return rollback_failed(fork, std::move(*error));
-            fork.access_key_id.clear();
-            fork.secret_access_key.clear();
-            ++keys_removed;
-            return Verdict::done(Status::deleted);
-          },
-          names_of(key_indices));
-    }
+    const auto keys_removed = remove_all("rollback of keys", key_indices, std::move(key_deletes),
+                                         "DeleteAccessKey", key_gone, [](ManifestFork& fork) {
+                                           fork.access_key_id.clear();
+                                           fork.secret_access_key.clear();
+                                         });
     if (!key_indices.empty()) save(false);
 
     // A failed create that got no definite answer may have gone through: delete it only when
     // HeadBucket shows it is a fork of our source at our snapshot.
     std::vector<std::size_t> uncertain;
+    // A fork the run stopped before deciding (pending) may exist too.
     for (std::size_t i = 0; i < own_forks_; ++i)
-      if (forks[i].status == Status::failed && forks[i].may_exist()) uncertain.push_back(i);
+      if ((forks[i].status == Status::failed && forks[i].may_exist()) ||
+          forks[i].status == Status::pending)
+        uncertain.push_back(i);
     std::set<std::size_t> ours;
     std::vector<tigris::Operation> heads;
     for (auto i : uncertain)
@@ -428,21 +421,9 @@ class ForkRun {
       fork_deletes.push_back(tigris::delete_bucket(forks[i].bucket, true));
     }
     const auto forks_to_remove = fork_indices.size();
-    std::size_t forks_removed = 0;
-    {
-      auto phase = runner_.phase("rollback of forks", fork_deletes.size());
-      runner_.run(
-          &phase, std::move(fork_deletes),
-          [&](std::size_t k, const http::Result& answer) {
-            auto& fork = forks[fork_indices[k]];
-            auto error = tigris::error_from_result(answer, "DeleteBucket");
-            if (error && !bucket_gone(*error)) return rollback_failed(fork, std::move(*error));
-            fork.status = Status::rolled_back;
-            ++forks_removed;
-            return Verdict::done(Status::rolled_back);
-          },
-          names_of(fork_indices));
-    }
+    const auto forks_removed =
+        remove_all("rollback of forks", fork_indices, std::move(fork_deletes), "DeleteBucket",
+                   bucket_gone, [](ManifestFork& fork) { fork.status = Status::rolled_back; });
     if (runner_.interrupted()) return end_interrupted();
 
     // Last, the snapshot this run took (not one named by --snapshot): it pins object versions,
@@ -468,11 +449,33 @@ class ForkRun {
     return end_run();
   }
 
-  Verdict rollback_failed(ManifestFork& fork, Error error) {
-    error.message = fork.bucket + ": rollback failed: " + error.message;
-    spdlog::warn("{}", error.message);
-    fork.error = error;
-    return Verdict::done(Status::failed, std::move(error));
+  // Sends `deletes` (one for each fork of `indices`) as the phase `phase`: an answer that says
+  // the thing is gone (or was already) calls `removed` on its fork; a failure stays on the fork
+  // and is logged. Returns how many went.
+  std::size_t remove_all(std::string phase_name, const std::vector<std::size_t>& indices,
+                         std::vector<tigris::Operation> deletes, std::string_view operation,
+                         bool (*gone)(const Error&),
+                         const std::function<void(ManifestFork&)>& removed) {
+    auto& forks = outcome_.manifest.forks;
+    std::size_t count = 0;
+    auto phase = runner_.phase(std::move(phase_name), deletes.size());
+    runner_.run(
+        &phase, std::move(deletes),
+        [&](std::size_t k, const http::Result& answer) {
+          auto& fork = forks[indices[k]];
+          auto error = tigris::error_from_result(answer, operation);
+          if (error && !gone(*error)) {
+            error->message = fork.bucket + ": rollback failed: " + error->message;
+            spdlog::warn("{}", error->message);
+            fork.error = error;
+            return Verdict::done(Status::failed, std::move(error));
+          }
+          removed(fork);
+          ++count;
+          return Verdict::done(Status::deleted);
+        },
+        names_of(indices));
+    return count;
   }
 
   std::vector<std::string> names_of(const std::vector<std::size_t>& indices) const {

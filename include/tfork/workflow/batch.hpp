@@ -117,6 +117,9 @@ class BatchRunner {
                 std::string_view request_id = {});
 
    private:
+    void emit(output::ProgressEvent::Kind kind, std::string_view item, output::Status status,
+              std::string_view request_id) const;
+
     output::ProgressSink* sink_;
     std::string name_;
     std::size_t total_;
