@@ -66,3 +66,15 @@ check_contains "help says the limit" "$help" "63 characters"
 check_contains "help says the cut" "$help" "cut short"
 man_text=$(tr -d '\\' <"$SOURCE_DIR/man/tfork.1" | tr '\n' ' ')
 check_contains "man page says the limit" "$man_text" "63 characters of a bucket name"
+
+step "tfork run names its forks as fork create does: a 63-character source works (issue 25 §1)"
+rc=0
+(cd "$WORK" && timeout 120 "$TFORK" --no-progress run "$SRC" -n 2 -- true) \
+  >"$WORK/run.out" 2>"$WORK/run.err" || rc=$?
+check_eq "run with a 63-character source exit" 0 "$rc"
+python3 - "$WORK/run.out" <<'PY' || fail "run's forks: $(cat "$WORK/run.out")"
+import re, sys
+names = re.findall(r"^(a{40}\S*-fork-\d{13}-[12])\s", open(sys.argv[1]).read(), re.M)
+assert len(names) == 2 and all(len(n) <= 63 for n in names), names
+PY
+check_not_contains "no invalid name" "$(cat "$WORK/run.err")" "invalid fork name"
