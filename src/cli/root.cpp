@@ -7,6 +7,7 @@
 #include "tfork/commands/bucket.hpp"
 #include "tfork/commands/completion.hpp"
 #include "tfork/commands/fork.hpp"
+#include "tfork/commands/mcp.hpp"
 #include "tfork/commands/run.hpp"
 #include "tfork/commands/serve.hpp"
 #include "tfork/commands/snapshot.hpp"
@@ -220,6 +221,7 @@ void register_commands(CLI::App& app, Context& context) {
   commands::register_completion(app, context);
   commands::register_fork(app, context);
   register_help(app, context);
+  commands::register_mcp(app, context);
   commands::register_run(app, context);
   commands::register_serve(app, context);
   commands::register_snapshot(app, context);
