@@ -52,8 +52,7 @@ Json snapshot_entry() {
                {{"version", schema::text("The snapshot's version (ns timestamp)")},
                 {"name", schema::nullable_text("Its name")},
                 {"created", schema::nullable_text("When it was taken (RFC 3339 UTC)")},
-                {"forks", Json{{"type", Json::array({"integer", "null"})},
-                               {"description", "Existing forks made from it"}}}}}};
+                {"forks", schema::nullable("integer", "Existing forks made from it")}}}};
 }
 
 Json fork_row() {
@@ -330,11 +329,12 @@ Tool fork_head_tool(const ServerConfig& config) {
                    {"properties",
                     {{"bucket", schema::text("The bucket")},
                      {"exists", Json{{"type", "boolean"}}},
-                     {"snapshots_enabled", Json{{"type", Json::array({"boolean", "null"})}}},
+                     {"snapshots_enabled",
+                      schema::nullable("boolean", "null when it does not exist")},
                      {"fork_source", schema::nullable_text("The bucket it is a fork of")},
                      {"fork_source_snapshot",
                       schema::nullable_text("The snapshot it was made from")},
-                     {"is_fork_parent", Json{{"type", Json::array({"boolean", "null"})}}}}}}}}}},
+                     {"is_fork_parent", schema::nullable("boolean", "Whether it has forks")}}}}}}}},
       {"buckets"});
   tool.hints = {.read_only = true, .destructive = false, .idempotent = true};
   tool.run = [&config](const Json& arguments, CallContext& call) {
@@ -391,7 +391,7 @@ Tool fork_diff_tool(const ServerConfig& config) {
                                               {"enum", {"added", "modified", "deleted"}}}},
                               {"size", Json{{"type", "integer"}}},
                               {"etag", schema::text("ETag")}}}}}}},
-       {"stat", Json{{"type", Json::array({"object", "null"})}}},
+       {"stat", schema::nullable("object", "With stat_only: added, modified, deleted, bytes")},
        {"next_cursor", schema::next_cursor()}},
       {"fork", "source", "snapshot", "changes", "next_cursor"});
   tool.hints = {.read_only = true, .destructive = false, .idempotent = true};

@@ -11,11 +11,11 @@
 namespace tfork::mcp {
 namespace {
 
-constexpr std::array<std::string_view, 16> k_known_keywords = {
-    "type",        "properties", "required", "additionalProperties",
-    "enum",        "minimum",    "maximum",  "minLength",
-    "maxLength",   "items",      "minItems", "maxItems",
-    "description", "default",    "title",    "examples"};
+constexpr std::array<std::string_view, 17> k_known_keywords = {
+    "anyOf", "type",     "properties", "required",    "additionalProperties",
+    "enum",  "minimum",  "maximum",    "minLength",   "maxLength",
+    "items", "minItems", "maxItems",   "description", "default",
+    "title", "examples"};
 
 // "the string \"true\"", "the number 3", "an object": what was given, for the message.
 std::string described(const Json& value) {
@@ -87,6 +87,12 @@ std::optional<std::string> check(const Json& schema, const Json& value, const st
         wanted += (wanted.empty() ? "" : " or ") + article(name.get<std::string>());
       return fmt::format("{} must be {}, got {}", path, wanted, described(value));
     }
+  }
+  if (const auto branches = schema.find("anyOf"); branches != schema.end()) {
+    const bool any = std::ranges::any_of(
+        *branches, [&](const Json& branch) { return !check(branch, value, path); });
+    if (!any)
+      return fmt::format("{} matches none of its allowed forms, got {}", path, described(value));
   }
   if (const auto choices = schema.find("enum"); choices != schema.end()) {
     if (std::ranges::find(*choices, value) == choices->end()) {

@@ -112,8 +112,15 @@ Json document(Json properties, std::vector<std::string> required) {
       {"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
 }
 
+Json nullable(std::string_view type, std::string description) {
+  // anyOf rather than a list of types: clients that map schemas onto a one-type dialect (the
+  // OpenAPI subset of some model providers) keep it.
+  return Json{{"anyOf", Json::array({Json{{"type", type}}, Json{{"type", "null"}}})},
+              {"description", std::move(description)}};
+}
+
 Json nullable_text(std::string description) {
-  return Json{{"type", Json::array({"string", "null"})}, {"description", std::move(description)}};
+  return nullable("string", std::move(description));
 }
 
 Json next_cursor() {

@@ -3,7 +3,8 @@
 // Checks a tool's arguments against its inputSchema before the tool runs (MCP 2025-11-25
 // server/tools: "Servers MUST validate all tool inputs"). The tools' schemas use a small part
 // of JSON Schema 2020-12, and this checks exactly that part: type (object, string, integer,
-// number, boolean, array), properties, required, additionalProperties: false, enum,
+// number, boolean, array, null, or a list of them), anyOf, properties, required,
+// additionalProperties: false, enum,
 // minimum/maximum, minLength/maxLength, items, minItems/maxItems. Annotations (description,
 // default, title) are ignored. A keyword outside that part is a programming error in a
 // schema, reported as such.

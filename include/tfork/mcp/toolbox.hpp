@@ -42,7 +42,8 @@ Json boolean(std::string description);
 Json object(Json properties, std::vector<std::string> required = {});
 // A result document: open to fields added later (cli.md §6: fields may be added).
 Json document(Json properties, std::vector<std::string> required);
-// Output: a nullable string, a page's next cursor.
+// Output: a value of `type` or null; a nullable string; a page's next cursor.
+Json nullable(std::string_view type, std::string description);
 Json nullable_text(std::string description);
 Json next_cursor();
 }  // namespace schema
