@@ -61,6 +61,7 @@ bool has_type(const Json& value, std::string_view type) {
 }
 
 std::string article(std::string_view type) {
+  if (type == "null") return "null";
   return (type == "object" || type == "array" || type == "integer" ? "an " : "a ") +
          std::string(type);
 }
