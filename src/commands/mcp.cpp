@@ -62,6 +62,7 @@ void add_mode_options(CLI::App& command, ModeOptions& options) {
                   "(repeatable)")
       ->group(group);
   command.add_option("--manifest", options.manifest, "Agent mode: the manifest of fork create")
+      ->type_name("FILE")
       ->group(group);
   command
       .add_option("--fork", options.fork,
@@ -79,6 +80,7 @@ void add_mode_options(CLI::App& command, ModeOptions& options) {
       .add_option("--manifest-dir", options.manifest_dir,
                   "Operator mode: where fork_create writes its manifests (default: the current "
                   "directory, as fork create)")
+      ->type_name("PATH")
       ->group(group);
 }
 
@@ -256,6 +258,14 @@ mcp::ClientApp client_of(const std::string& name) {
   usage_error("unknown client '" + name + "': one of " + names);
 }
 
+void add_client_argument(CLI::App& command, std::string& client) {
+  command
+      .add_option("CLIENT", client,
+                  "The coding agent: claude-code, cursor, vscode, codex or gemini")
+      ->check(cli::one_of("CLIENT", {"claude-code", "cursor", "vscode", "codex", "gemini"}))
+      ->required();
+}
+
 void add_config(CLI::App& mcp, cli::Context& context) {
   struct Options {
     std::string client;
@@ -264,8 +274,7 @@ void add_config(CLI::App& mcp, cli::Context& context) {
   auto options = std::make_shared<Options>();
   auto* command = mcp.add_subcommand(
       "config", "Print the entry that starts tfork mcp, in the form CLIENT's configuration takes");
-  command->add_option("CLIENT", options->client, "claude-code, cursor, vscode, codex or gemini")
-      ->required();
+  add_client_argument(*command, options->client);
   add_mode_options(*command, options->mode);
   cli::on_run(*command, context, [options, &context] {
     const auto client = client_of(options->client);
@@ -284,10 +293,11 @@ void add_install(CLI::App& mcp, cli::Context& context) {
   auto options = std::make_shared<Options>();
   auto* command = mcp.add_subcommand(
       "install", "Add tfork mcp to CLIENT's configuration (a backup first, other servers kept)");
-  command->add_option("CLIENT", options->client, "claude-code, cursor, vscode, codex or gemini")
-      ->required();
-  command->add_option("--config-path", options->config_path,
-                      "The file to change (default: the client's own, see man tfork)");
+  add_client_argument(*command, options->client);
+  command
+      ->add_option("--config-path", options->config_path,
+                   "The file to change (default: the client's own, see man tfork)")
+      ->type_name("FILE");
   add_mode_options(*command, options->mode);
   cli::on_run(*command, context, [options, &context] {
     const auto client = client_of(options->client);
@@ -337,6 +347,7 @@ void register_mcp(CLI::App& root, cli::Context& context) {
   mcp->add_option("--token-file", options->token_file,
                   "The bearer token clients must send (default ~/.config/tfork/mcp-token, made "
                   "0600 when missing)")
+      ->type_name("FILE")
       ->group(group);
   mcp->add_flag("--allow-remote", options->allow_remote,
                 "Allow --listen on an address that is not loopback")

@@ -17,6 +17,8 @@ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
 read -r -t 20 answer <&"${MCP[0]}" || fail "no answer to initialize"
 check_contains "initialize" "$answer" '"protocolVersion":"2025-11-25"'
 mcp_pid=$MCP_PID
+# The HTTP transport's library is a module of its own, loaded only with --listen.
+check_not_contains "stdio loads no libmicrohttpd" "$(cat "/proc/$mcp_pid/maps")" "microhttpd"
 kill -TERM "$mcp_pid"
 rc=0
 wait "$mcp_pid" || rc=$?
