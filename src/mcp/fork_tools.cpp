@@ -36,6 +36,40 @@ bool bool_arg(const Json& arguments, const char* name) {
   return found != arguments.end() && found->get<bool>();
 }
 
+// Where a page starts: the "after" of the cursor given, checked to belong to `listing` (the same
+// bucket, prefix, ...); "" without a cursor.
+std::string position_after(const Json& arguments, const Json& listing) {
+  if (!arguments.contains("cursor")) return {};
+  auto position = read_cursor(arguments["cursor"].get<std::string>());
+  const auto after = position.value("after", "");
+  position.erase("after");
+  if (position != listing || after.empty()) read_cursor("");  // another listing's cursor
+  return after;
+}
+
+// `listing` with one page of `items` (in the listing's order) as `name`: the items whose
+// `field` follows `after`, at most `limit`, and the cursor to the next page (null on the last).
+Json paged(const Json& listing, const char* name, Json items, const char* field,
+           const std::string& after, std::int64_t limit,
+           const std::function<bool(const std::string&, const std::string&)>& precedes) {
+  Json page = Json::array();
+  Json next = nullptr;
+  for (auto& item : items) {
+    if (!after.empty() && !precedes(after, item[field].get<std::string>())) continue;
+    if (static_cast<std::int64_t>(page.size()) == limit) {
+      auto position = listing;
+      position["after"] = page.back()[field];
+      next = make_cursor(position);
+      break;
+    }
+    page.push_back(std::move(item));
+  }
+  auto document = listing;
+  document[name] = std::move(page);
+  document["next_cursor"] = std::move(next);
+  return document;
+}
+
 // fork_merge and fork_teardown (cli.md §13): only with confirm: true, which the model may only
 // send after the user agreed.
 void require_confirmation(const Json& arguments, std::string_view what) {
@@ -130,26 +164,11 @@ Tool snapshot_list_tool(const ServerConfig& config) {
     Workspace workspace(config, call);
     const auto bucket = workspace.bucket_argument(arguments, "bucket");
     workspace.reach(bucket);
-    std::string after;
-    if (arguments.contains("cursor")) {
-      const auto position = read_cursor(arguments["cursor"].get<std::string>());
-      if (position.value("bucket", "") != bucket) read_cursor("");
-      after = position.value("after", "");
-    }
-    const auto limit = static_cast<std::size_t>(int_arg(arguments, "limit", k_default_page));
+    const Json listing{{"bucket", bucket}};
+    const auto after = position_after(arguments, listing);
     auto document = workflow_calls::list_snapshots(workspace.client(), bucket);
-    Json page = Json::array();
-    Json next = nullptr;
-    for (auto& snapshot : document["snapshots"]) {
-      const auto version = snapshot["version"].get<std::string>();
-      if (!after.empty() && !newer(after, version)) continue;
-      if (page.size() == limit) {
-        next = make_cursor(Json{{"bucket", bucket}, {"after", page.back()["version"]}});
-        break;
-      }
-      page.push_back(std::move(snapshot));
-    }
-    return Json{{"bucket", bucket}, {"snapshots", std::move(page)}, {"next_cursor", next}};
+    return paged(listing, "snapshots", std::move(document["snapshots"]), "version", after,
+                 int_arg(arguments, "limit", k_default_page), newer);
   };
   return tool;
 }
@@ -283,26 +302,13 @@ Tool fork_list_tool(const ServerConfig& config) {
     Workspace workspace(config, call);
     const auto source = source_argument(workspace, arguments);
     workspace.reach(source);
-    std::string after;
-    if (arguments.contains("cursor")) {
-      const auto position = read_cursor(arguments["cursor"].get<std::string>());
-      if (position.value("source", "") != source) read_cursor("");
-      after = position.value("after", "");
-    }
-    const auto limit = static_cast<std::size_t>(int_arg(arguments, "limit", k_default_page));
+    const Json listing{{"source", source}};
+    const auto after = position_after(arguments, listing);
     auto document = workflow_calls::list_forks(workspace.client(), source);
-    Json page = Json::array();
-    Json next = nullptr;
-    for (auto& fork : document["forks"]) {
-      const auto bucket = fork["bucket"].get<std::string>();
-      if (!after.empty() && !output::natural_less(after, bucket)) continue;
-      if (page.size() == limit) {
-        next = make_cursor(Json{{"source", source}, {"after", page.back()["bucket"]}});
-        break;
-      }
-      page.push_back(std::move(fork));
-    }
-    return Json{{"source", source}, {"forks", std::move(page)}, {"next_cursor", next}};
+    return paged(
+        listing, "forks", std::move(document["forks"]), "bucket", after,
+        int_arg(arguments, "limit", k_default_page),
+        [](const std::string& a, const std::string& b) { return output::natural_less(a, b); });
   };
   return tool;
 }
@@ -400,13 +406,8 @@ Tool fork_diff_tool(const ServerConfig& config) {
     const auto fork = workspace.bucket_argument(arguments, "fork");
     workspace.reach(fork);
     const auto prefix = text_arg(arguments, "prefix");
-    std::string after;
-    if (arguments.contains("cursor")) {
-      const auto position = read_cursor(arguments["cursor"].get<std::string>());
-      if (position.value("fork", "") != fork || position.value("prefix", "") != prefix)
-        read_cursor("");
-      after = position.value("after", "");
-    }
+    const Json listing{{"fork", fork}, {"prefix", prefix}};
+    const auto after = position_after(arguments, listing);
     auto target = workflow_calls::diff_target(workspace.client(), fork);
     // The fork's key reads the fork only; the fork as of its snapshot is the source's data.
     if (workspace.agent_mode()) target.base_bucket = fork;

@@ -5,7 +5,7 @@
 // (a bucket outside it refused with nothing sent), no secret in any result, and the
 // Streamable HTTP transport.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, ListBucketsCommand } from '@aws-sdk/client-s3';
 import { main, s3Client, rootCreds, step } from './e2e_lib.mjs';
@@ -228,6 +228,27 @@ async function agentMode(proxy, s3) {
   return manifest;
 }
 
+async function configurationAtEachCall(proxy) {
+  step('configuration is read at each call: a profile fixed while the server runs needs no restart');
+  const credentials = path.join(work, 'credentials');
+  const profile = (secret) => `[mcp]\naws_access_key_id = ${rootCreds().accessKeyId}\naws_secret_access_key = ${secret}\n`;
+  await writeFile(credentials, profile('not-the-secret'));
+  const { client, transport } = await stdioClient(
+    ['--source', source, '--endpoint-url', proxy.url, '--profile', 'mcp', '--max-inline-bytes', '8'],
+    { extraEnv: { AWS_SHARED_CREDENTIALS_FILE: credentials, AWS_CONFIG_FILE: '/dev/null' } });
+  await failing(client, 'fork_list', {}, 2);
+  await writeFile(credentials, profile(rootCreds().secretAccessKey));
+  await record(call(client, 'fork_list', {}));
+
+  step('object_get beyond --max-inline-bytes: a presigned URL instead of the body');
+  const big = await record(call(client, 'object_get', { bucket: source, key: 'readme.md' }));
+  assert.equal(big.encoding, 'url');
+  assert.equal(big.size, 'body of readme.md\n'.length);
+  assert.ok(!('text' in big) && !('base64' in big));
+  assert.equal(await (await fetch(big.url)).text(), 'body of readme.md\n', 'the URL reads the object');
+  await transport.close();
+}
+
 async function cancellation(proxy, s3) {
   step('notifications/cancelled stops a fork_create of 64 in flight; fork_teardown leaves nothing');
   const { client, transport, logs } = await stdioClient(
@@ -311,6 +332,7 @@ main(async () => {
   const proxy = await startRecordingProxy(process.env.AWS_ENDPOINT_URL);
   const { manifest } = await operatorMode(proxy);
   const agentManifest = await agentMode(proxy, s3);
+  await configurationAtEachCall(proxy);
   await cancellation(proxy, s3);
   await streamableHttp(proxy);
 

@@ -15,6 +15,7 @@
 namespace tfork::mcp {
 
 // Serves until `stop` is set; why it could not start (exit 5), or nullopt after a clean stop.
+// `on_ready` gets the bound port before the first request is read.
 std::optional<Error> listen_http(const ListenOptions& options, const HttpHandler& handler,
                                  const std::atomic<bool>& stop,
                                  const std::function<void(int port)>& on_ready);

@@ -177,6 +177,9 @@ std::optional<Error> listen_http(const ListenOptions& options, const HttpHandler
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &bound_length);
   const int port = ntohs(address.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
 
+  // Before any request can be answered: connections wait in the backlog meanwhile, and the
+  // handler may depend on what on_ready sets up.
+  on_ready(port);
   Listener listener{&handler, options.max_body_bytes};
   auto* daemon = MHD_start_daemon(
       flags, 0, nullptr, nullptr, on_request, &listener, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -186,7 +189,6 @@ std::optional<Error> listen_http(const ListenOptions& options, const HttpHandler
     ::close(fd);
     return Error{ErrorKind::network, "ListenFailed", "libmicrohttpd could not start", 0, {}};
   }
-  on_ready(port);
   while (!stop.load())
     std::this_thread::sleep_for(k_stop_poll);
   // Streams see `stop` too (the front ends them), so the connection threads finish.
