@@ -441,9 +441,11 @@ Tool fork_diff_tool(const ServerConfig& config) {
           return true;
         });
     Json next = nullptr;
-    if (more)
-      next =
-          make_cursor(Json{{"fork", fork}, {"prefix", prefix}, {"after", changes.back()["key"]}});
+    if (more) {
+      auto position = listing;
+      position["after"] = changes.back()["key"];
+      next = make_cursor(position);
+    }
     document["changes"] = std::move(changes);
     document["stat"] = nullptr;
     document["next_cursor"] = std::move(next);
