@@ -68,6 +68,7 @@ std::expected<ObjectPage, std::string> parse_object_list(const http::Response& r
     if (std::from_chars(size.data(), size.data() + size.size(), entry.size).ec != std::errc{})
       return std::unexpected("an entry of the listing has no size");
     entry.etag = unquote(node.child_value("ETag"));
+    entry.last_modified = node.child_value("LastModified");
     page.objects.push_back(std::move(entry));
   }
   const bool truncated = std::string_view(root.child_value("IsTruncated")) == "true";

@@ -26,7 +26,8 @@ Operation list_objects_v2(const ListObjectsRequest& request);
 struct ObjectEntry {
   std::string key;
   std::int64_t size = 0;
-  std::string etag;  // without quotes
+  std::string etag;           // without quotes
+  std::string last_modified;  // as the server wrote it (RFC 3339)
 };
 struct ObjectPage {
   std::vector<ObjectEntry> objects;  // in key order, as the server sent them
