@@ -221,6 +221,9 @@ class ViewBuilder {
     add_network_files();
     add_shared();
     hide(hidden);
+    make_room();
+    for (const auto& [at, machine_dir, skip] : rebuilds_)
+      rebuild(at, machine_dir, skip);
     steps_.insert(steps_.begin(), step(MountStep::Kind::proc, "", "/proc", k_rank_bind));
     steps_.insert(steps_.begin(), step(MountStep::Kind::dev, "", "/dev", k_rank_bind));
     if (!rebuilt_root_)
@@ -298,8 +301,6 @@ class ViewBuilder {
       if (!std::ranges::any_of(
               hidden, [&](const fs::path& other) { return other != path && within(path, other); }))
         items.push_back(path);
-    // Rebuilt directories: where inside the sandbox -> (the machine's directory, what to skip).
-    std::vector<std::tuple<fs::path, fs::path, std::set<std::string>>> rebuilds;
     for (const auto& path : items) {
       for (const auto& window : windows_) {
         if (!window.flag.empty() && within(window.source, path))
@@ -314,18 +315,36 @@ class ViewBuilder {
               fmt::format("{} would show {} to every agent: share it read-only "
                           "(--ro-bind), or a path that does not contain it",
                           window.flag, path.string()));
-        const auto parent_at = at->parent_path();
-        auto it = std::ranges::find_if(
-            rebuilds, [&](const auto& rebuild) { return std::get<0>(rebuild) == parent_at; });
-        if (it == rebuilds.end()) {
-          rebuilds.emplace_back(parent_at, path.parent_path(), std::set<std::string>{});
-          it = std::prev(rebuilds.end());
-        }
-        std::get<2>(*it).insert(path.filename().string());
+        rebuild_at(at->parent_path(), path.parent_path()).insert(path.filename().string());
       }
     }
-    for (const auto& [at, machine_dir, skip] : rebuilds)
-      rebuild(at, machine_dir, skip);
+  }
+
+  // What is skipped when `at` (the machine's `machine_dir`) is rebuilt.
+  std::set<std::string>& rebuild_at(const fs::path& at, const fs::path& machine_dir) {
+    auto it = std::ranges::find_if(rebuilds_,
+                                   [&](const auto& rebuild) { return std::get<0>(rebuild) == at; });
+    if (it == rebuilds_.end()) {
+      rebuilds_.emplace_back(at, machine_dir, std::set<std::string>{});
+      it = std::prev(rebuilds_.end());
+    }
+    return std::get<2>(*it);
+  }
+
+  // A shared path's DST that is not there needs a writable parent for bwrap to create it:
+  // the deepest directory above it that is there is rebuilt (unless a mask already made it an
+  // empty tmpfs).
+  void make_room() {
+    for (const auto& window : windows_) {
+      if (window.flag.empty() || present(window.destination) || masked(window.destination))
+        continue;
+      auto above = window.destination.parent_path();
+      while (!present(above))
+        above = above.parent_path();
+      if (!is_dir(above))
+        usage_error(fmt::format("{}: {} is not a directory", window.flag, above.string()));
+      rebuild_at(above, above);
+    }
   }
 
   // `at` becomes an empty tmpfs with every entry of `machine_dir` but `skip` bound back.
@@ -376,6 +395,8 @@ class ViewBuilder {
   std::vector<std::pair<fs::path, int>> perms_;
   std::vector<MountStep> steps_;
   std::vector<Cover> covering_;
+  // Rebuilt directories: where inside the sandbox, the machine's directory, what to skip.
+  std::vector<std::tuple<fs::path, fs::path, std::set<std::string>>> rebuilds_;
   bool rebuilt_root_ = false;
 };
 
@@ -700,11 +721,25 @@ AgentLaunch launch_for(const Sandbox& sandbox, const AgentEnv& env,
       agent_process_environment(agent, environment, sandbox.pass_env, sandbox.home.string());
   auto argv = command;
   const auto workdir = sandbox.workdir_of(env.bucket);
-  // A command given by a relative path ("./agent.sh") is the one in tfork's directory, where
-  // the operator typed it; the agent starts in its own.
-  if (!workdir.empty() && !argv.empty() && argv[0].find('/') != std::string::npos &&
-      argv[0][0] != '/')
-    argv[0] = absolute_normal(argv[0], fs::current_path()).string();
+  // The command's files: its program when named by path, and the first file it is given (a
+  // script for its interpreter). Relative ones are tfork's directory's, where the operator
+  // typed them: the agent starts in its own, so they are made absolute.
+  std::vector<fs::path> program_files;
+  if (!workdir.empty() && !argv.empty()) {
+    const auto cwd = fs::current_path();
+    if (argv[0].find('/') != std::string::npos && argv[0][0] != '/')
+      argv[0] = absolute_normal(argv[0], cwd).string();
+    if (argv[0][0] == '/') program_files.emplace_back(argv[0]);
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+      if (argv[i].empty() || argv[i][0] == '-') continue;
+      const auto file = absolute_normal(argv[i], cwd);
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec)) continue;
+      argv[i] = file.string();
+      program_files.push_back(file);
+      break;
+    }
+  }
   if (sandbox.kind == SandboxKind::none) {
     launch.argv = std::move(argv);
     launch.environment = variables;
@@ -737,13 +772,13 @@ AgentLaunch launch_for(const Sandbox& sandbox, const AgentEnv& env,
     steps.push_back(step(MountStep::Kind::file,
                          std::to_string(k_bwrap_first_file_fd + static_cast<int>(i)), file_paths[i],
                          k_rank_bind, 0600));
-  // The command's own file, when named by path: the operator asked for it to run.
-  if (!argv.empty() && argv[0].starts_with('/')) {
-    const fs::path program = resolved(argv[0]);
+  // Its files, read-only (never a hidden one): the operator means the agent to run them.
+  for (const auto& path : program_files) {
+    const auto file = resolved(path);
     std::error_code ec;
-    const bool hidden_file = std::ranges::find(sandbox.hidden, program) != sandbox.hidden.end();
-    if (fs::is_regular_file(program, ec) && !hidden_file)
-      steps.push_back(step(MountStep::Kind::ro_bind, program.string(), program, k_rank_bind));
+    if (fs::is_regular_file(file, ec) &&
+        std::ranges::find(sandbox.hidden, file) == sandbox.hidden.end())
+      steps.push_back(step(MountStep::Kind::ro_bind, file.string(), file, k_rank_bind));
   }
   std::ranges::stable_sort(
       steps, {}, [](const MountStep& s) { return std::pair(s.order_depth, s.order_rank); });

@@ -14,8 +14,10 @@
 //     working directory, the files the operator's AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE
 //     and AWS_WEB_IDENTITY_TOKEN_FILE name, the SSH agent and D-Bus session sockets;
 //   * shared on purpose: its own working directory DIR/<fork> (writable), the --bind and
-//     --ro-bind paths, the command's own file, and /etc/resolv.conf's target (the network
-//     stays on: the agent must reach its endpoint).
+//     --ro-bind paths, the command's program and the first file it is given (read-only: a
+//     script for its interpreter; relative ones are made absolute, as typed in tfork's
+//     directory), and /etc/resolv.conf's target (the network stays on: the agent must reach
+//     its endpoint).
 // Hiding a file rebuilds its directory (an empty tmpfs, then each other entry bound back),
 // because a file cannot be unmounted away; a masked path inside a shared one is masked there
 // too, so `--ro-bind .` never reveals the other agents' directories.
