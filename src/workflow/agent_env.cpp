@@ -179,6 +179,12 @@ std::string to_dotenv(const AgentEnv& env) {
     out += " " + name;
   out += "\n";
   for (const auto& [name, value] : env.variables) {
+    // Bare when nothing needs quoting, as `docker run --env-file` and podman read a value
+    // verbatim (quotes included); quoted for dotenv readers otherwise.
+    if (shell_quote(value) == value) {
+      out += fmt::format("{}={}\n", name, value);
+      continue;
+    }
     std::string quoted;
     for (const char c : value) {
       if (c == '"' || c == '\\') quoted += '\\';

@@ -620,8 +620,11 @@ std::string agents_summary(const ExecOutcome& outcome) {
       bytes += agent.usage->bytes;
     }
   }
-  std::string out = fmt::format("{} of {} agents exited 0; the longest took {:.1f} s", succeeded,
-                                outcome.agents.size(), longest);
+  const auto sandboxed = std::ranges::any_of(
+      outcome.agents, [](const AgentResult& agent) { return agent.sandbox == "bwrap"; });
+  std::string out = fmt::format(
+      "{} of {} agents exited 0 ({}); the longest took {:.1f} s", succeeded, outcome.agents.size(),
+      sandboxed ? "each in a bwrap sandbox" : "without a sandbox", longest);
   if (usage) out += fmt::format("; they wrote {} objects, {} bytes", objects, bytes);
   const auto with_workdir = std::ranges::find_if(
       outcome.agents, [](const AgentResult& agent) { return !agent.workdir.empty(); });

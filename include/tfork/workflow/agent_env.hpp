@@ -55,8 +55,9 @@ std::string shell_quote(std::string_view text);
 
 // `--format env`: `unset NAME...` then one `export NAME=value` line per variable.
 std::string to_shell(const AgentEnv& env);
-// `--format dotenv`: NAME="value" lines (a dotenv file cannot unset: a comment lists what the
-// runner must remove).
+// `--format dotenv`: NAME=value lines, bare when the value needs no quoting (so that
+// `docker run --env-file`, which reads values verbatim, takes them), else NAME="value" (a
+// dotenv file cannot unset: a comment lists what the runner must remove).
 std::string to_dotenv(const AgentEnv& env);
 // `--format json` / -o json: {"NAME": "value", ..., "REMOVED": null, ...}.
 output::Json to_json(const AgentEnv& env);
