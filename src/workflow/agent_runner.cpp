@@ -15,6 +15,7 @@
 #include <fstream>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,9 @@ struct Running {
   pid_t sandbox_pid = 0;
   int pending_signal = 0;
   bool signalled = false;  // tfork sent it a signal (for bwrap's 128+N)
+  // Readable once the process has ended (Linux 5.3+; -1 elsewhere, then the poll's timeout
+  // finds the end): the loop wakes at an agent's end instead of at its next tick.
+  int exit_fd = -1;
 };
 
 // A line as the operator's terminal may show it: SGR colour sequences (ESC [ digits m) kept,
@@ -328,6 +332,7 @@ Running start(const AgentSpec& spec, std::size_t slot, const ExecOptions& option
   Running running;
   running.slot = slot;
   running.pid = pid;
+  running.exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   running.started = SteadyClock::now();
   running.out.fd = out_pipe[0];
   running.err.fd = err_pipe[0];
@@ -445,7 +450,7 @@ ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& 
 
     std::vector<pollfd> fds;
     for (const auto& agent : running) {
-      for (const int fd : {agent.out.fd, agent.err.fd, agent.info_fd})
+      for (const int fd : {agent.out.fd, agent.err.fd, agent.info_fd, agent.exit_fd})
         if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
     }
     ::poll(fds.data(), fds.size(), k_poll_ms);
@@ -486,7 +491,7 @@ ExecOutcome run_agents(const std::vector<AgentSpec>& agents, const ExecOptions& 
           emit_lines(*stream, result.bucket, lines, true);
         }
       }
-      if (agent.info_fd >= 0) ::close(agent.info_fd);
+      close_all({agent.info_fd, agent.exit_fd});
       // The agent's own children are not waited for, but they must not outlive it unnoticed
       // after a timeout or an interrupt (under bwrap they end with its sandbox anyway).
       if (!agent.sandboxed && (result.timed_out || outcome.interrupted_by != 0))
