@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "agent_manifest.hpp"
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -18,21 +19,9 @@ using namespace tfork::workflow;
 
 namespace {
 
+// Three forks; the second failed.
 Manifest sample_manifest() {
-  Manifest manifest;
-  manifest.source = "data";
-  manifest.snapshot = "1751631910196672425";
-  manifest.endpoint = "http://127.0.0.1:9000";
-  manifest.iam_endpoint = "http://127.0.0.1:9000";
-  for (int i = 1; i <= 3; ++i) {
-    ManifestFork fork;
-    fork.bucket = "run-" + std::to_string(i);
-    fork.status = ForkStatus::created;
-    fork.access_key_id = "tid_agent" + std::to_string(i);
-    fork.secret_access_key = "tsec_agent" + std::to_string(i);
-    fork.role = iam::Role::editor;
-    manifest.forks.push_back(fork);
-  }
+  auto manifest = testing::agent_manifest(3);
   manifest.forks[1].status = ForkStatus::failed;
   return manifest;
 }

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "agent_manifest.hpp"
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -44,20 +45,7 @@ const std::string k_manifest_text =
     R"({"source": "data", "forks": [{"bucket": "run-1", "secret_access_key": "tsec_x"}]})";
 
 Manifest sample_manifest() {
-  Manifest manifest;
-  manifest.source = "data";
-  manifest.snapshot = "1751631910196672425";
-  manifest.endpoint = "http://127.0.0.1:9000";
-  for (int i = 1; i <= 2; ++i) {
-    ManifestFork fork;
-    fork.bucket = "run-" + std::to_string(i);
-    fork.status = ForkStatus::created;
-    fork.access_key_id = "tid_agent" + std::to_string(i);
-    fork.secret_access_key = "tsec_agent" + std::to_string(i);
-    fork.role = iam::Role::editor;
-    manifest.forks.push_back(fork);
-  }
-  return manifest;
+  return testing::agent_manifest(2);
 }
 
 SandboxRequest request_in(const TempDir& dir) {
