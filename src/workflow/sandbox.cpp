@@ -400,30 +400,21 @@ class ViewBuilder {
   bool rebuilt_root_ = false;
 };
 
+// What separates an agent from the machine besides its view (sandbox.hpp): its own
+// namespaces, a new session (no controlling terminal: no TIOCSTI), no capabilities (as root
+// too: without them a mask cannot be unmounted), and an end with tfork's.
+constexpr std::array<std::string_view, 8> k_isolation = {
+    "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+    "--unshare-uts",     "--cap-drop",    "ALL",           "--unshare-cgroup-try"};
+
 // One start of bwrap with the agents' namespaces, to learn before any agent whether this
 // machine lets it create them. nullopt when it does; else bwrap's first line.
 std::optional<std::string> probe_bwrap(const std::string& bwrap) {
-  std::vector<std::string> args = {bwrap,
-                                   "--unshare-pid",
-                                   "--unshare-ipc",
-                                   "--unshare-uts",
-                                   "--unshare-cgroup-try",
-                                   "--die-with-parent",
-                                   "--new-session",
-                                   "--cap-drop",
-                                   "ALL",
-                                   "--ro-bind",
-                                   "/",
-                                   "/",
-                                   "--proc",
-                                   "/proc",
-                                   "--dev",
-                                   "/dev",
-                                   "--setenv",
-                                   "PATH",
-                                   "/usr/bin:/bin",
-                                   "--",
-                                   "true"};
+  std::vector<std::string> args = {bwrap};
+  args.insert(args.end(), k_isolation.begin(), k_isolation.end());
+  for (const auto* arg : {"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--setenv",
+                          "PATH", "/usr/bin:/bin", "--", "true"})
+    args.emplace_back(arg);
   std::vector<char*> argv;
   for (auto& arg : args)
     argv.push_back(arg.data());
@@ -748,11 +739,8 @@ AgentLaunch launch_for(const Sandbox& sandbox, const AgentEnv& env,
   }
 
   std::string options;
-  for (const auto* flag : {"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-                           "--unshare-uts", "--unshare-cgroup-try"})
+  for (const auto flag : k_isolation)
     append_option(options, flag);
-  append_option(options, "--cap-drop");
-  append_option(options, "ALL");
   append_option(options, "--info-fd");
   append_option(options, std::to_string(k_bwrap_info_fd));
   append_option(options, "--clearenv");
