@@ -21,12 +21,12 @@ _tfork_options() {
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok' ;;
     'fork diff') echo '--prefix --stat' ;;
     'fork env') echo '--manifest --format' ;;
-    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
     'fork merge') echo '--into --no-snapshot' ;;
     'mcp') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir --listen --token-file --allow-remote --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
-    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
@@ -43,12 +43,12 @@ _tfork_value_options() {
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
-    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
     'fork merge') echo '--into' ;;
     'mcp') echo '--source --manifest --fork --max-inline-bytes --manifest-dir --listen --token-file --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
-    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than' ;;
@@ -75,6 +75,7 @@ _tfork_option_values() {
     'fork env|--manifest') echo '@file' ;;
     'fork env|--format') echo 'env dotenv json' ;;
     'fork exec|--manifest') echo '@file' ;;
+    'fork exec|--sandbox') echo 'auto bwrap none' ;;
     'mcp|--manifest') echo '@file' ;;
     'mcp|--manifest-dir') echo '@file' ;;
     'mcp|--token-file') echo '@file' ;;
@@ -86,6 +87,7 @@ _tfork_option_values() {
     'run|--keys') echo 'editor readonly' ;;
     'run|--manifest') echo '@file' ;;
     'run|--keep') echo 'none failed succeeded all' ;;
+    'run|--sandbox') echo 'auto bwrap none' ;;
     'serve|--data') echo '@file' ;;
     'serve|--root-secret-key-file') echo '@file' ;;
     'teardown|--manifest') echo '@file' ;;

@@ -6,6 +6,7 @@
 
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
+#include "tfork/commands/fork_create_options.hpp"
 #include "tfork/workflow/agent_env.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/manifest.hpp"
@@ -15,47 +16,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 
 namespace tfork::commands {
 namespace {
 
-struct CreateOptions {
-  std::string source;
-  std::vector<std::string> names;
-  int count = 0;
-  std::string prefix;
-  std::string snapshot;
-  std::optional<std::string> snapshot_name;
-  std::string keys = "editor";
-  std::string manifest;
-  bool keep_partial = false;
-  bool exist_ok = false;
-  bool any_version = false;
-};
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-cli::CommandResult run_create(const CreateOptions& options, cli::Context& context) {
-  workflow::ForkCreateRequest request;
-  request.source = options.source;
-  request.names = options.names;
-  request.count = options.count;
-  request.prefix = options.prefix;
-  request.snapshot = options.snapshot;
-  request.any_version = options.any_version;
-  request.snapshot_name = options.snapshot_name;
-  request.keys = options.keys;
-  if (!options.manifest.empty()) request.manifest_path = options.manifest;
-  request.keep_partial = options.keep_partial;
-  request.exist_ok = options.exist_ok;
-  request.concurrency = context.options.concurrency;
-  auto plan = workflow::plan_fork_create(request, unix_ms());
-  plan.progress = context.progress_enabled();
+cli::CommandResult run_create(const ForkCreateOptions& options, cli::Context& context) {
+  auto plan = plan_fork_create(options, context);
   if (plan.manifest_defaulted && !context.options.dry_run) {
     // cli.md §4.4: the keys' secrets are only ever in this file.
     spdlog::warn(
@@ -87,36 +53,14 @@ cli::CommandResult run_create(const CreateOptions& options, cli::Context& contex
 }
 
 void add_fork_create(CLI::App& fork, cli::Context& context) {
-  auto options = std::make_shared<CreateOptions>();
+  auto options = std::make_shared<ForkCreateOptions>();
   auto* command = fork.add_subcommand(
       "create",
       "Snapshot SOURCE once, then create N forks of it and one scoped access key per fork");
   command->add_option("source", options->source, "The bucket to fork (snapshot-enabled)")
       ->required();
   command->add_option("names", options->names, "Fork names (instead of -n N)");
-  command
-      ->add_option(
-          "-n,--count", options->count,
-          fmt::format("How many forks, 1-{}: <prefix>-1 ... <prefix>-N", workflow::k_max_forks))
-      ->check(cli::whole_number("-n", 1, workflow::k_max_forks));
-  command->add_option("--prefix", options->prefix,
-                      "Fork name prefix (default <source>-fork-<unix-ms>, with <source> cut "
-                      "short, and any '-' or '.' it then ends with dropped, so that "
-                      "<prefix>-<N> fits in 63 characters)");
-  command->add_option("--snapshot", options->snapshot,
-                      "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
-                      "name: its newest version) instead of taking one");
-  command->add_flag("--any-version", options->any_version,
-                    "Accept any --snapshot VERSION (a point in time), listed or not");
-  command->add_option("--snapshot-name", options->snapshot_name,
-                      "Name of the snapshot taken (default 'tfork <prefix>')");
-  command->add_option("--keys", options->keys, "Key per fork: editor (default), readonly, none")
-      ->check(cli::one_of("--keys", {"editor", "readonly", "none"}));
-  command->add_option("--manifest", options->manifest,
-                      "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
-                      "comes into being (default ./<prefix>.manifest.json when keys are "
-                      "minted); never replaces another run's manifest (exit 6) unless "
-                      "--exist-ok adopts it");
+  add_fork_create_options(*command, *options, false);
   command->add_flag("--keep-partial", options->keep_partial,
                     "On failure keep what was created and exit 7 (default: roll back)");
   command->add_flag("--exist-ok", options->exist_ok,
