@@ -3,9 +3,10 @@
 
 _tfork_subcommands() {
   case "$1" in
-    '') echo 'bucket completion fork help run serve snapshot teardown version' ;;
+    '') echo 'bucket completion fork help mcp run serve snapshot teardown version' ;;
     'bucket') echo 'create ls rm set' ;;
     'fork') echo 'create diff env exec head ls merge rebase' ;;
+    'mcp') echo 'config install' ;;
     'snapshot') echo 'ls prune rm take' ;;
   esac
 }
@@ -20,9 +21,12 @@ _tfork_options() {
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok' ;;
     'fork diff') echo '--prefix --stat' ;;
     'fork env') echo '--manifest --format' ;;
-    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
     'fork merge') echo '--into --no-snapshot' ;;
-    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'mcp') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir --listen --token-file --allow-remote --allow-origin' ;;
+    'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
+    'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
+    'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
@@ -39,9 +43,12 @@ _tfork_value_options() {
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
-    'fork exec') echo '--manifest --parallel --logs --timeout' ;;
+    'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
     'fork merge') echo '--into' ;;
-    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout' ;;
+    'mcp') echo '--source --manifest --fork --max-inline-bytes --manifest-dir --listen --token-file --allow-origin' ;;
+    'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
+    'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
+    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
     'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than' ;;
@@ -53,6 +60,8 @@ _tfork_value_options() {
 _tfork_positional_values() {
   case "$1" in
     'completion') echo 'bash zsh fish' ;;
+    'mcp config') echo 'claude-code cursor vscode codex gemini' ;;
+    'mcp install') echo 'claude-code cursor vscode codex gemini' ;;
   esac
 }
 
@@ -67,9 +76,19 @@ _tfork_option_values() {
     'fork env|--manifest') echo '@file' ;;
     'fork env|--format') echo 'env dotenv json' ;;
     'fork exec|--manifest') echo '@file' ;;
+    'fork exec|--sandbox') echo 'auto bwrap none' ;;
+    'mcp|--manifest') echo '@file' ;;
+    'mcp|--manifest-dir') echo '@file' ;;
+    'mcp|--token-file') echo '@file' ;;
+    'mcp config|--manifest') echo '@file' ;;
+    'mcp config|--manifest-dir') echo '@file' ;;
+    'mcp install|--config-path') echo '@file' ;;
+    'mcp install|--manifest') echo '@file' ;;
+    'mcp install|--manifest-dir') echo '@file' ;;
     'run|--keys') echo 'editor readonly' ;;
     'run|--manifest') echo '@file' ;;
     'run|--keep') echo 'none failed succeeded all' ;;
+    'run|--sandbox') echo 'auto bwrap none' ;;
     'serve|--data') echo '@file' ;;
     'serve|--root-secret-key-file') echo '@file' ;;
     'teardown|--manifest') echo '@file' ;;

@@ -42,6 +42,22 @@ int interrupted_exit_code(int code) {
   return code;
 }
 
+http::Options transport_options(const GlobalOptions& options, const Config& config) {
+  http::Options transport;
+  transport.connect_timeout =
+      std::chrono::milliseconds(static_cast<long>(options.connect_timeout * 1000));
+  transport.read_timeout =
+      std::chrono::milliseconds(static_cast<long>(options.read_timeout * 1000));
+  transport.retry.max_attempts = config.max_attempts;
+  transport.ca_bundle = config.ca_bundle;
+  transport.verify_tls = !options.no_verify_ssl;
+  transport.user_agent = std::string("tfork/") + k_version;
+  transport.debug = options.debug;
+  transport.verbosity = options.verbose;
+  transport.cancel = &interrupted();
+  return transport;
+}
+
 Context::Context(Environment env) : env_(std::move(env)) {}
 Context::~Context() = default;
 
@@ -59,19 +75,7 @@ tigris::Client& Context::client() {
   if (!client_) {
     const auto& cfg = config();
     auto credentials = resolve_credentials(options.config, env_);
-    http::Options transport_options;
-    transport_options.connect_timeout =
-        std::chrono::milliseconds(static_cast<long>(options.connect_timeout * 1000));
-    transport_options.read_timeout =
-        std::chrono::milliseconds(static_cast<long>(options.read_timeout * 1000));
-    transport_options.retry.max_attempts = cfg.max_attempts;
-    transport_options.ca_bundle = cfg.ca_bundle;
-    transport_options.verify_tls = !options.no_verify_ssl;
-    transport_options.user_agent = std::string("tfork/") + k_version;
-    transport_options.debug = options.debug;
-    transport_options.verbosity = options.verbose;
-    transport_options.cancel = &interrupted();
-    transport_.reset(modules::curl().make_transport(transport_options));
+    transport_.reset(modules::curl().make_transport(transport_options(options, cfg)));
     client_ = std::make_unique<tigris::Client>(
         tigris::ClientSettings{cfg.endpoint, cfg.iam_endpoint, cfg.region, cfg.path_style,
                                std::move(credentials.credentials)},

@@ -66,4 +66,10 @@ const ServeModule& serve() {
   return module;
 }
 
+const McpHttpModule& mcp_http() {
+  static const McpHttpModule& module =
+      load<McpHttpModule>("tfork-mcp-http.so", "tfork_mcp_http_module");
+  return module;
+}
+
 }  // namespace tfork::modules

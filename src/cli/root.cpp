@@ -7,6 +7,7 @@
 #include "tfork/commands/bucket.hpp"
 #include "tfork/commands/completion.hpp"
 #include "tfork/commands/fork.hpp"
+#include "tfork/commands/mcp.hpp"
 #include "tfork/commands/run.hpp"
 #include "tfork/commands/serve.hpp"
 #include "tfork/commands/snapshot.hpp"
@@ -248,9 +249,9 @@ void register_commands(CLI::App& app, Context& context, std::string_view only) {
   static constexpr Command k_commands[] = {
       {"bucket", commands::register_bucket},     {"completion", commands::register_completion},
       {"fork", commands::register_fork},         {"help", register_help},
-      {"run", commands::register_run},           {"serve", commands::register_serve},
-      {"snapshot", commands::register_snapshot}, {"teardown", commands::register_teardown},
-      {"version", commands::register_version},
+      {"mcp", commands::register_mcp},           {"run", commands::register_run},
+      {"serve", commands::register_serve},       {"snapshot", commands::register_snapshot},
+      {"teardown", commands::register_teardown}, {"version", commands::register_version},
   };
   const bool one =
       only != "help" && only != "completion" &&

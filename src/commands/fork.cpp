@@ -6,6 +6,7 @@
 
 #include "tfork/cli/context.hpp"
 #include "tfork/cli/values.hpp"
+#include "tfork/commands/fork_create_options.hpp"
 #include "tfork/output/progress.hpp"
 #include "tfork/workflow/agent_env.hpp"
 #include "tfork/workflow/fork_batch.hpp"
@@ -65,8 +66,8 @@ std::string create_summary(const workflow::ForkCreatePlan& plan,
       line, manifest, manifest, manifest);
 }
 
-cli::CommandResult run_create(const fork::CreateOptions& options, cli::Context& context) {
-  const auto plan = fork::plan_create(options);
+cli::CommandResult run_create(const ForkCreateOptions& options, cli::Context& context) {
+  const auto plan = plan_fork_create(options);
   if (plan.manifest_defaulted && !context.options.dry_run) {
     // cli.md §4.4: the keys' secrets are only ever in this file.
     spdlog::warn(
@@ -88,36 +89,14 @@ cli::CommandResult run_create(const fork::CreateOptions& options, cli::Context& 
 }
 
 void add_fork_create(CLI::App& fork, cli::Context& context) {
-  auto options = std::make_shared<fork::CreateOptions>();
+  auto options = std::make_shared<ForkCreateOptions>();
   auto* command = fork.add_subcommand(
       "create",
       "Snapshot SOURCE once, then create N forks of it and one scoped access key per fork");
   command->add_option("source", options->source, "The bucket to fork (snapshot-enabled)")
       ->required();
   command->add_option("names", options->names, "Fork names (instead of -n N)");
-  command
-      ->add_option(
-          "-n,--count", options->count,
-          fmt::format("How many forks, 1-{}: <prefix>-1 ... <prefix>-N", workflow::k_max_forks))
-      ->check(cli::whole_number("-n", 1, workflow::k_max_forks));
-  command->add_option("--prefix", options->prefix,
-                      "Fork name prefix (default <source>-fork-<unix-ms>, with <source> cut "
-                      "short, and any '-' or '.' it then ends with dropped, so that "
-                      "<prefix>-<N> fits in 63 characters)");
-  command->add_option("--snapshot", options->snapshot,
-                      "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
-                      "name: its newest version) instead of taking one");
-  command->add_flag("--any-version", options->any_version,
-                    "Accept any --snapshot VERSION (a point in time), listed or not");
-  command->add_option("--snapshot-name", options->snapshot_name,
-                      "Name of the snapshot taken (default 'tfork <prefix>')");
-  command->add_option("--keys", options->keys, "Key per fork: editor (default), readonly, none")
-      ->check(cli::one_of("--keys", {"editor", "readonly", "none"}));
-  command->add_option("--manifest", options->manifest,
-                      "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
-                      "comes into being (default ./<prefix>.manifest.json when keys are "
-                      "minted); never replaces another run's manifest (exit 6) unless "
-                      "--exist-ok adopts it");
+  add_fork_create_options(*command, *options, false);
   command->add_flag("--keep-partial", options->keep_partial,
                     "On failure keep what was created and exit 7 (default: roll back)");
   command->add_flag("--exist-ok", options->exist_ok,
@@ -172,25 +151,6 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
 }
 
 }  // namespace
-
-workflow::ForkCreatePlan fork::plan_create(const CreateOptions& options) {
-  workflow::ForkCreateRequest request;
-  request.source = options.source;
-  request.names = options.names;
-  request.count = options.count;
-  request.prefix = options.prefix;
-  request.snapshot = options.snapshot;
-  request.any_version = options.any_version;
-  request.snapshot_name = options.snapshot_name;
-  request.keys = options.keys;
-  if (!options.manifest.empty()) request.manifest_path = options.manifest;
-  request.keep_partial = options.keep_partial;
-  request.exist_ok = options.exist_ok;
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  return workflow::plan_fork_create(request, now_ms);
-}
 
 void register_fork(CLI::App& root, cli::Context& context) {
   auto* group = root.add_subcommand("fork", "Create, inspect and use forks of a bucket");

@@ -46,6 +46,9 @@ Operation list_objects_v2(const ListObjectsRequest& request) {
   op.query.emplace_back("encoding-type", "url");
   op.query.emplace_back("max-keys", std::to_string(request.max_keys));
   if (!request.prefix.empty()) op.query.emplace_back("prefix", request.prefix);
+  if (!request.delimiter.empty()) op.query.emplace_back("delimiter", request.delimiter);
+  if (!request.start_after.empty() && request.continuation_token.empty())
+    op.query.emplace_back("start-after", request.start_after);
   if (!request.continuation_token.empty())
     op.query.emplace_back("continuation-token", request.continuation_token);
   if (!request.snapshot_version.empty())
@@ -68,7 +71,12 @@ std::expected<ObjectPage, std::string> parse_object_list(const http::Response& r
     if (std::from_chars(size.data(), size.data() + size.size(), entry.size).ec != std::errc{})
       return std::unexpected("an entry of the listing has no size");
     entry.etag = unquote(node.child_value("ETag"));
+    entry.last_modified = node.child_value("LastModified");
     page.objects.push_back(std::move(entry));
+  }
+  for (auto node = root.child("CommonPrefixes"); node; node = node.next_sibling("CommonPrefixes")) {
+    const std::string prefix = node.child_value("Prefix");
+    page.common_prefixes.push_back(encoded ? url_decode(prefix) : prefix);
   }
   const bool truncated = std::string_view(root.child_value("IsTruncated")) == "true";
   page.next_token = root.child_value("NextContinuationToken");

@@ -2,6 +2,7 @@
 #include "tfork/workflow/agent_env.hpp"
 
 #include "tfork/output/render.hpp"
+#include "tfork/rules/bucket_name.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -55,8 +56,34 @@ std::size_t select_index(const Manifest& manifest, std::string_view selector) {
   not_found("NoSuchFork", fmt::format("no fork named '{}' in the manifest", selector));
 }
 
+// cli.md §11, in output order; `env_of` gives each its value.
+constexpr std::array<std::string_view, 17> k_variable_names = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL_IAM",
+    "AWS_REGION",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "TIGRIS_STORAGE_ACCESS_KEY_ID",
+    "TIGRIS_STORAGE_SECRET_ACCESS_KEY",
+    "TIGRIS_STORAGE_ENDPOINT",
+    "TIGRIS_STORAGE_BUCKET",
+    "TIGRIS_BUCKET",
+    "TIGRIS_ACCESS_KEY_ID",
+    "TIGRIS_SECRET_ACCESS_KEY",
+    "TFORK_BUCKET",
+    "TFORK_AGENT_INDEX",
+};
+
 AgentEnv env_of(const Manifest& manifest, std::size_t position) {
   const auto& fork = manifest.forks[position];
+  if (const auto problem = rules::bucket_name_problem(fork.bucket))
+    usage_error(
+        fmt::format("the manifest names fork {} at position {}, which is not a valid "
+                    "bucket name ({}): refusing to use it",
+                    output::printable(fork.bucket), position + 1, *problem));
   if (fork.status != ForkStatus::created && fork.status != ForkStatus::exists)
     not_found("NoSuchFork", fmt::format("fork {} is {} in the manifest: it has no environment "
                                         "to give",
@@ -92,6 +119,10 @@ AgentEnv env_of(const Manifest& manifest, std::size_t position) {
       {"TIGRIS_STORAGE_SECRET_ACCESS_KEY", fork.secret_access_key},
       {"TIGRIS_STORAGE_ENDPOINT", manifest.endpoint},
       {"TIGRIS_STORAGE_BUCKET", fork.bucket},
+      // The storagesdk adapter for Tigris (tigris-wire §10).
+      {"TIGRIS_BUCKET", fork.bucket},
+      {"TIGRIS_ACCESS_KEY_ID", fork.access_key_id},
+      {"TIGRIS_SECRET_ACCESS_KEY", fork.secret_access_key},
       {"TFORK_BUCKET", fork.bucket},
       {"TFORK_AGENT_INDEX", std::to_string(env.index)},
   };
@@ -103,6 +134,10 @@ AgentEnv env_of(const Manifest& manifest, std::size_t position) {
 
 std::span<const std::string_view> removed_variables() {
   return k_removed;
+}
+
+std::span<const std::string_view> agent_variable_names() {
+  return k_variable_names;
 }
 
 AgentEnv agent_env(const Manifest& manifest, std::string_view selector) {
@@ -144,6 +179,12 @@ std::string to_dotenv(const AgentEnv& env) {
     out += " " + name;
   out += "\n";
   for (const auto& [name, value] : env.variables) {
+    // Bare when nothing needs quoting, as `docker run --env-file` and podman read a value
+    // verbatim (quotes included); quoted for dotenv readers otherwise.
+    if (shell_quote(value) == value) {
+      out += fmt::format("{}={}\n", name, value);
+      continue;
+    }
     std::string quoted;
     for (const char c : value) {
       if (c == '"' || c == '\\') quoted += '\\';
@@ -167,16 +208,27 @@ output::Json to_json(const AgentEnv& env) {
   return json;
 }
 
-std::vector<std::string> process_environment(const AgentEnv& env,
-                                             std::span<const std::string> base) {
-  std::set<std::string, std::less<>> replaced(env.unset.begin(), env.unset.end());
+std::vector<std::string> agent_process_environment(const AgentEnv& env,
+                                                   std::span<const std::string> base,
+                                                   std::span<const std::string> pass,
+                                                   std::string_view home) {
+  std::set<std::string, std::less<>> agent_names;
   for (const auto& [name, value] : env.variables)
-    replaced.insert(name);
+    agent_names.insert(name);
+  const auto allowed = [&](std::string_view name) {
+    if (agent_names.contains(name)) return false;
+    if (name == "PATH" || name == "LANG" || name == "LANGUAGE" || name == "TERM" || name == "TZ" ||
+        name.starts_with("LC_"))
+      return true;
+    return std::ranges::find(pass, name) != pass.end();
+  };
   std::vector<std::string> out;
   for (const auto& entry : base) {
-    const auto name = std::string_view(entry).substr(0, entry.find('='));
-    if (!replaced.contains(name)) out.push_back(entry);
+    const auto equals = entry.find('=');
+    if (equals != std::string::npos && allowed(std::string_view(entry).substr(0, equals)))
+      out.push_back(entry);
   }
+  if (!home.empty()) out.push_back("HOME=" + std::string(home));
   for (const auto& [name, value] : env.variables)
     out.push_back(name + "=" + value);
   return out;
@@ -186,6 +238,27 @@ std::vector<std::string> process_environment(const AgentEnv& env,
 
 namespace tfork::workflow {
 
+namespace {
+
+// A manifest's document when `path` holds one (small enough, JSON, with a "forks" array).
+std::optional<nlohmann::ordered_json> manifest_document(const std::filesystem::path& path) {
+  std::error_code ec;
+  // Manifests are small; anything large is not one.
+  if (std::filesystem::file_size(path, ec) > 64 * 1024 * 1024 || ec) return std::nullopt;
+  std::ifstream in(path);
+  auto json = nlohmann::ordered_json::parse(in, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("forks") ||
+      !json["forks"].is_array())
+    return std::nullopt;
+  return json;
+}
+
+}  // namespace
+
+bool is_manifest_file(const std::filesystem::path& path) {
+  return manifest_document(path).has_value();
+}
+
 std::optional<std::string> agent_key_hint(std::string_view access_key_id,
                                           const std::filesystem::path& dir) {
   if (access_key_id.empty()) return std::nullopt;
@@ -193,14 +266,9 @@ std::optional<std::string> agent_key_hint(std::string_view access_key_id,
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const auto& path = it->path();
     if (path.extension() != ".json" || !it->is_regular_file(ec)) continue;
-    // Manifests are small; anything large is not one.
-    if (it->file_size(ec) > 64 * 1024 * 1024 || ec) continue;
-    std::ifstream in(path);
-    const auto json = nlohmann::ordered_json::parse(in, nullptr, false);
-    if (json.is_discarded() || !json.is_object() || !json.contains("forks") ||
-        !json["forks"].is_array())
-      continue;
-    for (const auto& fork : json["forks"]) {
+    const auto json = manifest_document(path);
+    if (!json) continue;
+    for (const auto& fork : (*json)["forks"]) {
       if (!fork.is_object() || !fork.contains("access_key_id") ||
           !fork["access_key_id"].is_string() || fork["access_key_id"] != access_key_id)
         continue;

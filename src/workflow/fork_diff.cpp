@@ -89,14 +89,21 @@ DiffTarget diff_target(tigris::Client& client, std::string_view fork) {
   return DiffTarget{std::string(fork), *head.fork_source, *head.fork_source_snapshot};
 }
 
-DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
-                     const std::function<void(const Change&)>& on_change) {
+namespace {
+
+// The merge of both listings from the first key after `start_after`; stops early when
+// `on_change` returns false.
+DiffStat merge_listings(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
+                        std::string_view start_after,
+                        const std::function<bool(const Change&)>& on_change) {
   Cursor fork;
   fork.request.bucket = target.fork;
   fork.request.prefix = std::string(prefix);
+  fork.request.start_after = std::string(start_after);
   Cursor base;
-  base.request.bucket = target.source;
+  base.request.bucket = target.base_bucket.empty() ? target.source : target.base_bucket;
   base.request.prefix = std::string(prefix);
+  base.request.start_after = std::string(start_after);
   base.request.snapshot_version = target.snapshot;
 
   DiffStat stat;
@@ -114,27 +121,44 @@ DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::stri
         ++stat.deleted;
         break;
     }
-    if (on_change) on_change(Change{entry.key, kind, entry.size, entry.etag});
+    return !on_change || on_change(Change{entry.key, kind, entry.size, entry.etag});
   };
-  while (true) {
+  bool more = true;
+  while (more) {
     refill(client, {&fork, &base});
     const auto* mine = fork.peek();
     const auto* theirs = base.peek();
     if (!mine && !theirs) break;
     if (mine && (!theirs || mine->key < theirs->key)) {
-      report(*mine, ChangeKind::added);
+      more = report(*mine, ChangeKind::added);
       ++fork.position;
     } else if (!mine || theirs->key < mine->key) {
-      report(*theirs, ChangeKind::deleted);
+      more = report(*theirs, ChangeKind::deleted);
       ++base.position;
     } else {
       if (mine->size != theirs->size || mine->etag != theirs->etag)
-        report(*mine, ChangeKind::modified);
+        more = report(*mine, ChangeKind::modified);
       ++fork.position;
       ++base.position;
     }
   }
   return stat;
+}
+
+}  // namespace
+
+DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
+                     const std::function<void(const Change&)>& on_change) {
+  return merge_listings(client, target, prefix, {}, [&](const Change& change) {
+    if (on_change) on_change(change);
+    return true;
+  });
+}
+
+void stream_diff_after(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
+                       std::string_view start_after,
+                       const std::function<bool(const Change&)>& on_change) {
+  merge_listings(client, target, prefix, start_after, on_change);
 }
 
 }  // namespace tfork::workflow

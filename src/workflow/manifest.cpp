@@ -129,7 +129,8 @@ output::Json to_json(const Manifest& manifest) {
           {"exit_code",
            fork.agent->exit_code ? output::Json(*fork.agent->exit_code) : output::Json()},
           {"signal", fork.agent->signal ? output::Json(*fork.agent->signal) : output::Json()},
-          {"seconds", fork.agent->seconds}};
+          {"seconds", fork.agent->seconds},
+          {"workdir", output::json_or_null(fork.agent->workdir)}};
     }
     forks.push_back(std::move(item));
   }
@@ -178,6 +179,8 @@ Manifest manifest_from_json(const output::Json& json) {
         record.signal = agent["signal"].get<std::string>();
       if (agent.contains("seconds") && agent["seconds"].is_number())
         record.seconds = agent["seconds"].get<double>();
+      if (agent.contains("workdir") && agent["workdir"].is_string())
+        record.workdir = agent["workdir"].get<std::string>();
       fork.agent = record;
     }
     manifest.forks.push_back(std::move(fork));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# End-to-end (issue 7 §2, cli.md §11): an agent's environment is its fork and nothing else.
+# End-to-end (issue 7 §2, issue 21, cli.md §11–§12): an agent's environment is its fork and
+# nothing else, and the clients still work inside the sandbox `fork exec` starts by default.
 # With the operator's root keys present in every variable a client could read (AWS_*,
 # TIGRIS_STORAGE_*, AWS_PROFILE with a profile file, a session token), the AWS CLI, boto3 and
 # @tigrisdata/storage, each run by `tfork fork exec`, write their own fork and are denied on
@@ -48,6 +49,7 @@ tfork_cli fork exec --manifest "$M" 1 -- bash "$AGENTS/isolation_awscli.sh" iso-
   >"$OUT/awscli.out" 2>"$OUT/awscli.err" || rc=$?
 [[ $rc == 0 ]] || fail "AWS CLI agent: exit $rc: $(cat "$OUT/awscli.err")"
 check_contains "AWS CLI agent" "$(cat "$OUT/awscli.err")" "[iso-1] isolated"
+check_contains "in its sandbox" "$(cat "$OUT/awscli.err")" "each in a bwrap sandbox"
 
 step "boto3 inside fork exec"
 rc=0
@@ -100,7 +102,14 @@ step "fork env: three formats, and a subshell leaves the operator's credentials 
 tfork_cli fork env --manifest "$M" 2 >"$OUT/env.sh"
 check_contains "env format" "$(head -1 "$OUT/env.sh")" "unset AWS_PROFILE AWS_DEFAULT_PROFILE"
 tfork_cli fork env --manifest "$M" 2 --format dotenv >"$OUT/env.dotenv"
-check_contains "dotenv" "$(cat "$OUT/env.dotenv")" 'TIGRIS_STORAGE_BUCKET="iso-2"'
+check_contains "dotenv" "$(cat "$OUT/env.dotenv")" 'TIGRIS_STORAGE_BUCKET=iso-2'
+# The README's container recipe: `docker run --env-file` (and podman) take each line's value
+# verbatim after the first '=', skipping comments.
+check_eq "dotenv read as docker reads it" "$(json_get 'd["forks"][1]["secret_access_key"]' <"$M")" \
+  "$(/usr/bin/python3 -c '
+import sys
+env = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[1]) if l.strip() and not l.startswith("#"))
+print(env["AWS_SECRET_ACCESS_KEY"])' "$OUT/env.dotenv")"
 tfork_cli fork env --manifest "$M" 2 --format json >"$OUT/env.json"
 check_eq "json key" "$(json_get 'd["TFORK_BUCKET"]' <"$OUT/env.json")" "iso-2"
 check_eq "json unset" "true" "$(json_get 'd["AWS_PROFILE"] is None' <"$OUT/env.json")"

@@ -96,7 +96,8 @@ expect_rc "clean up the snapshot forks" 0 tf teardown by-name by-version any-poi
 
 # ---- run --keep
 
-# An agent that writes its index into its fork, then fails when it is agent 2.
+# An agent that writes its index into its fork, then fails when it is agent 2 (the directory
+# it writes through is shared with each agent's sandbox: --env, --bind).
 cat >"$WORK/agent.sh" <<'SH'
 #!/usr/bin/env bash
 # Writes its index into its own fork with curl's SigV4, then fails when it is agent 2.
@@ -121,19 +122,22 @@ kept_after() {
 }
 
 step "run --keep failed: only the failed agent's fork stays, with its key and its write"
-expect_rc "run --keep failed" 7 tf run src -n 3 --prefix kf --keep failed -q -- "$WORK/agent.sh"
+expect_rc "run --keep failed" 7 tf run src -n 3 --prefix kf --keep failed -q \
+  --env TMPDIR_AGENT --bind "$TMPDIR_AGENT" -- "$WORK/agent.sh"
 check_eq "forks left" "kf-2" "$(kept_after kf)"
 check_eq "kf-2 holds its agent's write" 2 "$(object_in kf-2 agent.txt)"
 check_eq "kf-2's key in the manifest" live \
   "$(json_get '"live" if [f for f in d["forks"] if f["bucket"] == "kf-2"][0].get("access_key_id") else "none"' <kf.manifest.json)"
 
 step "run --keep all: every fork stays, the failed one too"
-expect_rc "run --keep all" 7 tf run src -n 3 --prefix ka --keep all -q -- "$WORK/agent.sh"
+expect_rc "run --keep all" 7 tf run src -n 3 --prefix ka --keep all -q \
+  --env TMPDIR_AGENT --bind "$TMPDIR_AGENT" -- "$WORK/agent.sh"
 check_eq "forks left" "ka-1 ka-2 ka-3" "$(kept_after ka)"
 check_eq "ka-3 holds its agent's write" 3 "$(object_in ka-3 agent.txt)"
 
 step "run --keep none: nothing stays, whatever the agents did"
-expect_rc "run --keep none" 7 tf run src -n 3 --prefix kn --keep none -q -- "$WORK/agent.sh"
+expect_rc "run --keep none" 7 tf run src -n 3 --prefix kn --keep none -q \
+  --env TMPDIR_AGENT --bind "$TMPDIR_AGENT" -- "$WORK/agent.sh"
 check_eq "forks left" "" "$(kept_after kn)"
 check_eq "keys of kn left" "" "$(keys_named 'kn-*')"
 
@@ -316,7 +320,8 @@ expect_rc "fork create x" 0 tf fork create src -n 3 --prefix x -q
 
 step "fork exec --parallel 2 --logs --timeout 2: one row per agent, exit 7"
 expect_rc "fork exec" 7 tf --json fork exec --manifest x.manifest.json --parallel 2 \
-  --logs "$WORK/exec-logs" --timeout 2 -- "$WORK/exec-agent.sh" "$WORK/exec-state"
+  --logs "$WORK/exec-logs" --timeout 2 --bind "$WORK/exec-state" \
+  -- "$WORK/exec-agent.sh" "$WORK/exec-state"
 python3 - "$OUT/stdout" <<'PY' || fail "fork exec's result: $(stdout)"
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -12,7 +12,7 @@ step "install into a temporary prefix"
 prefix=$WORK/prefix
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 for file in bin/tfork lib/tfork/tfork-curl.so lib/tfork/tfork-crypto.so lib/tfork/tfork-serve.so \
-            share/man/man1/tfork.1 share/bash-completion/completions/tfork \
+            lib/tfork/tfork-mcp-http.so share/tfork/SKILL.md share/man/man1/tfork.1 share/bash-completion/completions/tfork \
             share/zsh/vendor-completions/_tfork share/fish/vendor_completions.d/tfork.fish; do
   [[ -f "$prefix/$file" ]] || fail "cmake --install did not install $file"
 done

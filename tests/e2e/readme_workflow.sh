@@ -14,6 +14,9 @@ dir="$WORK/readme"
 mkdir -p "$dir/bin" "$dir/data"
 cd "$dir"
 ln -s "$TFORK" bin/tfork
+# The `aws` the README's lines run is Debian 12's (2.9), which reads no AWS_ENDPOINT_URL: the
+# lines must say where the endpoint is (issue 21 §4).
+ln -s "$AWS_BIN" bin/aws
 echo "seed data" >data/seed.txt
 
 # The agent the README runs: writes result-<index>.txt into its own fork (curl's SigV4, so the

@@ -47,7 +47,8 @@ step "fork exec forwards SIGINT and SIGTERM to every agent"
 tfork_cli fork create sig-src -n 3 --prefix sx --manifest "$WORK/sx.json" -q >/dev/null
 for sig in INT TERM; do
   rm -rf "$SIGNAL_DIR" && mkdir -p "$SIGNAL_DIR"
-  "$TFORK" --json fork exec --manifest "$WORK/sx.json" -- bash "$OUT/agent.sh" \
+  "$TFORK" --json fork exec --manifest "$WORK/sx.json" --env SIGNAL_DIR --bind "$SIGNAL_DIR" \
+    -- bash "$OUT/agent.sh" \
     >"$OUT/cmd.out" 2>"$OUT/cmd.err" &
   watch_pid=$!
   wait_for "three agents started" 120 all_started 3
@@ -90,7 +91,7 @@ interrupted_run() {
   manifest="$WORK/$name.manifest.json"
   rm -rf "$SIGNAL_DIR" && mkdir -p "$SIGNAL_DIR"
   (cd "$WORK" && exec "$TFORK" --concurrency 2 run sig-src -n 8 --prefix "$name" \
-    --manifest "$manifest" --parallel 4 -- \
+    --manifest "$manifest" --parallel 4 --env SIGNAL_DIR --bind "$SIGNAL_DIR" -- \
     bash -c 'touch "$SIGNAL_DIR/started-$TFORK_AGENT_INDEX"; sleep 0.2') \
     >"$OUT/cmd.out" 2>"$OUT/cmd.err" &
   watch_pid=$!

@@ -30,7 +30,7 @@ AGENT
 export TMPDIR_AGENT="$OUT"
 rc=0
 (cd "$WORK" && tfork_cli --json run st-src -n 8 --prefix st --keep succeeded --parallel 4 \
-  -- bash "$OUT/agent.sh" '{bucket}' '{index}') >"$OUT/run.json" 2>"$OUT/run.err" || rc=$?
+  --env TMPDIR_AGENT --bind "$OUT" -- bash "$OUT/agent.sh" '{bucket}' '{index}') >"$OUT/run.json" 2>"$OUT/run.err" || rc=$?
 [[ $rc == 7 ]] || fail "run: exit $rc, expected 7 (agent 8 fails): $(tail -5 "$OUT/run.err")"
 check_contains "run lines" "$(cat "$OUT/run.err")" "[st-3] agent 3 done"
 check_eq "kept" "st-1 st-2 st-3 st-4 st-5 st-6 st-7" \

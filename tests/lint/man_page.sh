@@ -42,6 +42,9 @@ fork rebase
 run
 teardown
 serve
+mcp
+mcp config
+mcp install
 completion
 COMMANDS
 exit $missing

@@ -21,7 +21,8 @@ check_contains "declared dependencies" "$depends" "libsqlite3"
 check_contains "declared dependencies (tfork-crypto.so)" "$depends" "libssl3"
 contents=$(dpkg-deb -c "$deb")
 for file in ./usr/bin/tfork ./usr/lib/tfork/tfork-curl.so ./usr/lib/tfork/tfork-crypto.so \
-            ./usr/lib/tfork/tfork-serve.so ./usr/share/man/man1/tfork.1 \
+            ./usr/lib/tfork/tfork-serve.so ./usr/lib/tfork/tfork-mcp-http.so \
+            ./usr/share/tfork/SKILL.md ./usr/share/man/man1/tfork.1 \
             ./usr/share/bash-completion/completions/tfork \
             ./usr/share/zsh/vendor-completions/_tfork ./usr/share/fish/vendor_completions.d/tfork.fish; do
   check_contains "package contents" "$contents" "$file"

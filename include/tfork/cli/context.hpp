@@ -46,6 +46,10 @@ void install_interrupt_handler();  // SIGINT and SIGTERM set interrupted()
 // 130 becomes 143 when the interruption was SIGTERM (cli.md §6); other codes pass.
 int interrupted_exit_code(int code);
 
+// The transport settings the global options ask for (timeouts, retries, TLS, --debug, -v),
+// cancelled by interrupted(). What Context::client uses; `tfork mcp` builds one per call.
+http::Options transport_options(const GlobalOptions& options, const Config& config);
+
 class Context {
  public:
   explicit Context(Environment env = process_environment());

@@ -22,26 +22,6 @@ void register_fork(CLI::App& root, cli::Context& context);
 
 namespace fork {
 
-// What `fork create` takes from its command line. `tfork run` fills the same struct, so that
-// both reach their plan through plan_create: one default prefix (cut to fit 63 characters),
-// one default manifest, one check of names and options.
-struct CreateOptions {
-  std::string source;
-  std::vector<std::string> names;  // SOURCE NAME...
-  int count = 0;                   // -n N
-  std::string prefix;
-  std::string snapshot;  // a version or a name
-  std::optional<std::string> snapshot_name;
-  std::string keys = "editor";
-  std::string manifest;  // "": the default (./<prefix>.manifest.json when keys are minted)
-  bool keep_partial = false;
-  bool exist_ok = false;
-  bool any_version = false;
-};
-// The plan (workflow::plan_fork_create, the default prefix from the clock now): throws
-// TforkError(usage) before anything is sent.
-workflow::ForkCreatePlan plan_create(const CreateOptions& options);
-
 // `fork head` and `fork ls` under the `fork` group (fork_inspect.cpp), for register_fork.
 void add_fork_head(CLI::App& fork, cli::Context& context);
 void add_fork_ls(CLI::App& fork, cli::Context& context);

@@ -4,17 +4,18 @@
 // says why they exist: libcurl, libcrypto and the local store cost more to load than all the
 // rest).
 //
-// Each module exports one C function, `tfork_curl_module`, `tfork_crypto_module` or
-// `tfork_serve_module`, that returns a pointer to a struct of function pointers; nothing else
-// crosses the boundary, and each function has one definition, in the module. The structs pass C++
-// types (Options, std::function, std::optional<Error>), so a module works only with the executable
-// of the same build: same tfork version, same compiler, same struct layout. The loader checks
-// `size`, `version` and `compiler` before the first call and refuses a module from another
-// build with ModuleLoadFailed (exit 1) instead of crashing in it.
+// Each module exports one C function, `tfork_curl_module`, `tfork_crypto_module`,
+// `tfork_serve_module` or `tfork_mcp_http_module`, that returns a pointer to a struct of function
+// pointers; nothing else crosses the boundary, and each function has one definition, in the module.
+// The structs pass C++ types (Options, std::function, std::optional<Error>), so a module works only
+// with the executable of the same build: same tfork version, same compiler, same struct layout. The
+// loader checks `size`, `version` and `compiler` before the first call and refuses a module from
+// another build with ModuleLoadFailed (exit 1) instead of crashing in it.
 
 #include "tfork/core/error.hpp"
 #include "tfork/crypto/primitives.hpp"
 #include "tfork/http/transport.hpp"
+#include "tfork/mcp/http_types.hpp"
 #include "tfork/server/serve.hpp"
 
 #include <cstddef>
@@ -55,12 +56,25 @@ struct ServeModule {
                                        const std::function<void(const std::string&)>& report);
 };
 
+struct McpHttpModule {
+  std::size_t size;
+  const char* version;
+  const char* compiler;
+  // The HTTP listener of `tfork mcp --listen` (libmicrohttpd): serves `handler` until `stop` is
+  // set; why it could not start (a network error, exit 5), or nullopt. `on_ready` gets the
+  // bound port.
+  std::optional<Error> (*listen)(const mcp::ListenOptions& options, const mcp::HttpHandler& handler,
+                                 const std::atomic<bool>& stop,
+                                 const std::function<void(int port)>& on_ready);
+};
+
 // The modules, loaded on first use and checked against this build. Throw TforkError
 // (ModuleNotFound, ModuleLoadFailed; exit 1) when a module is missing, cannot be loaded, has
 // no entry point or comes from another build.
 const CurlModule& curl();
 const CryptoModule& crypto();
 const ServeModule& serve();
+const McpHttpModule& mcp_http();
 // crypto().primitives: the executable's source of crypto::primitives() (src/main.cpp).
 const crypto::Primitives& crypto_primitives();
 
@@ -70,4 +84,5 @@ extern "C" {
 const tfork::modules::CurlModule* tfork_curl_module();
 const tfork::modules::CryptoModule* tfork_crypto_module();
 const tfork::modules::ServeModule* tfork_serve_module();
+const tfork::modules::McpHttpModule* tfork_mcp_http_module();
 }

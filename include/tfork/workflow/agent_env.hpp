@@ -30,6 +30,9 @@ inline constexpr std::string_view k_empty_file = "/dev/null";
 // Credential sources an agent must not inherit: removed from its environment.
 std::span<const std::string_view> removed_variables();
 
+// Every name `agent_env` sets (cli.md §11), whatever the fork.
+std::span<const std::string_view> agent_variable_names();
+
 struct AgentEnv {
   std::string bucket;
   std::size_t index = 0;                                       // 1-based, in manifest order
@@ -39,7 +42,9 @@ struct AgentEnv {
 
 // The fork chosen by a 1-based index or by its bucket name. Throws TforkError(not_found)
 // for no such fork, for a fork that is not live by the manifest (failed, rolled back, or
-// recorded as torn down), and for one that has no usable key (--keys none, key revoked).
+// recorded as torn down), and for one that has no usable key (--keys none, key revoked);
+// TforkError(usage) for a fork whose name is not a valid bucket name (a manifest is input:
+// a name such as "../x" or one with ESC must never reach a path, a shell or a terminal).
 AgentEnv agent_env(const Manifest& manifest, std::string_view selector);
 
 // Every live fork with a key, in manifest order (what `fork exec` runs with no selector).
@@ -50,11 +55,16 @@ std::string shell_quote(std::string_view text);
 
 // `--format env`: `unset NAME...` then one `export NAME=value` line per variable.
 std::string to_shell(const AgentEnv& env);
-// `--format dotenv`: NAME="value" lines (a dotenv file cannot unset: a comment lists what the
-// runner must remove).
+// `--format dotenv`: NAME=value lines, bare when the value needs no quoting (so that
+// `docker run --env-file`, which reads values verbatim, takes them), else NAME="value" (a
+// dotenv file cannot unset: a comment lists what the runner must remove).
 std::string to_dotenv(const AgentEnv& env);
 // `--format json` / -o json: {"NAME": "value", ..., "REMOVED": null, ...}.
 output::Json to_json(const AgentEnv& env);
+
+// Whether `path` is a tfork manifest (a JSON object with a "forks" array): a file that holds
+// agents' keys.
+bool is_manifest_file(const std::filesystem::path& path);
 
 // When a manifest in `dir` (its *.json files) records `access_key_id` as an agent's key: a
 // sentence naming the fork and the manifest, for an error message (an operator command run
@@ -62,9 +72,12 @@ output::Json to_json(const AgentEnv& env);
 std::optional<std::string> agent_key_hint(std::string_view access_key_id,
                                           const std::filesystem::path& dir);
 
-// The environment of an agent process: `base` (NAME=value strings, e.g. environ) without
-// the removed variables, with the agent's variables set.
-std::vector<std::string> process_environment(const AgentEnv& env,
-                                             std::span<const std::string> base);
+// The environment of an agent process (cli.md §12), from an allowlist, never by removing
+// names: from `base` (NAME=value strings, e.g. environ) only PATH, LANG, LANGUAGE, LC_*, TERM,
+// TZ and the `pass` names (--env); HOME=`home` when not empty; then the agent's variables.
+std::vector<std::string> agent_process_environment(const AgentEnv& env,
+                                                   std::span<const std::string> base,
+                                                   std::span<const std::string> pass,
+                                                   std::string_view home);
 
 }  // namespace tfork::workflow

@@ -35,6 +35,10 @@ struct DiffTarget {
   std::string fork;
   std::string source;
   std::string snapshot;
+  // The bucket listed as of `snapshot` for the base side; "" : `source`. An agent's key reads
+  // its own fork only, and a fork as of its snapshot holds what its source held then
+  // (tigris-wire.md §2.9), so `tfork mcp` in agent mode diffs the fork against itself.
+  std::string base_bucket{};
 };
 
 // HeadBucket of `fork`: its source and snapshot. Throws TforkError: not_found for a missing
@@ -45,5 +49,12 @@ DiffTarget diff_target(tigris::Client& client, std::string_view fork);
 // both sides is modified when its size or ETag differ. Throws TforkError on a failed page.
 DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
                      const std::function<void(const Change&)>& on_change);
+
+// One page of the same stream (`tfork mcp`'s fork_diff): the changes after key `start_after`
+// ("" : from the first), in key order, until `on_change` returns false, which ends the listing
+// there. Throws TforkError on a failed page.
+void stream_diff_after(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
+                       std::string_view start_after,
+                       const std::function<bool(const Change&)>& on_change);
 
 }  // namespace tfork::workflow

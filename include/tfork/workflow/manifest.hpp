@@ -31,6 +31,7 @@ struct AgentRecord {
   std::optional<int> exit_code;       // when it exited
   std::optional<std::string> signal;  // "SIGTERM" when a signal ended it
   double seconds = 0;
+  std::string workdir;  // its working directory DIR/<fork> ("" : tfork's, --sandbox none)
 };
 
 struct ManifestFork {

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "agent_manifest.hpp"
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -18,21 +19,9 @@ using namespace tfork::workflow;
 
 namespace {
 
+// Three forks; the second failed.
 Manifest sample_manifest() {
-  Manifest manifest;
-  manifest.source = "data";
-  manifest.snapshot = "1751631910196672425";
-  manifest.endpoint = "http://127.0.0.1:9000";
-  manifest.iam_endpoint = "http://127.0.0.1:9000";
-  for (int i = 1; i <= 3; ++i) {
-    ManifestFork fork;
-    fork.bucket = "run-" + std::to_string(i);
-    fork.status = ForkStatus::created;
-    fork.access_key_id = "tid_agent" + std::to_string(i);
-    fork.secret_access_key = "tsec_agent" + std::to_string(i);
-    fork.role = iam::Role::editor;
-    manifest.forks.push_back(fork);
-  }
+  auto manifest = testing::agent_manifest(3);
   manifest.forks[1].status = ForkStatus::failed;
   return manifest;
 }
@@ -58,6 +47,10 @@ TEST_CASE("agent_env sets every variable the AWS and Tigris clients read", "[age
     CHECK(value_of(env, name) == "http://127.0.0.1:9000");
   CHECK(value_of(env, "AWS_REGION") == "auto");
   CHECK(value_of(env, "TIGRIS_STORAGE_BUCKET") == "run-3");
+  // The storagesdk adapter's names (issue 21 §4).
+  CHECK(value_of(env, "TIGRIS_BUCKET") == "run-3");
+  CHECK(value_of(env, "TIGRIS_ACCESS_KEY_ID") == "tid_agent3");
+  CHECK(value_of(env, "TIGRIS_SECRET_ACCESS_KEY") == "tsec_agent3");
   CHECK(value_of(env, "TFORK_BUCKET") == "run-3");
   CHECK(value_of(env, "TFORK_AGENT_INDEX") == "3");
   CHECK(value_of(env, "AWS_SHARED_CREDENTIALS_FILE") == "/dev/null");
@@ -109,36 +102,71 @@ TEST_CASE("the three formats of fork env", "[agent_env]") {
   CHECK(shell.find("export TFORK_AGENT_INDEX=1\n") != std::string::npos);
   const auto dotenv = to_dotenv(env);
   CHECK(dotenv.find("AWS_SECRET_ACCESS_KEY=\"it's \\\"odd\\\"\"\n") != std::string::npos);
-  CHECK(dotenv.find("TIGRIS_STORAGE_BUCKET=\"run-1\"\n") != std::string::npos);
+  // Bare where no quoting is needed: `docker run --env-file` reads values verbatim.
+  CHECK(dotenv.find("\nTIGRIS_STORAGE_BUCKET=run-1\n") != std::string::npos);
   const auto json = to_json(env);
   CHECK(json["AWS_ACCESS_KEY_ID"] == "tid_agent1");
   CHECK(json["AWS_PROFILE"].is_null());
 }
 
-TEST_CASE("the process environment drops the operator's credentials", "[agent_env]") {
+TEST_CASE("the process environment is an allowlist, not a denylist", "[agent_env]") {
   const auto env = agent_env(sample_manifest(), "1");
   const std::vector<std::string> base = {
       "PATH=/usr/bin",
+      "LANG=C.UTF-8",
+      "LC_ALL=C",
+      "TERM=xterm",
+      "TZ=UTC",
+      "HF_HOME=/models",
       "AWS_ACCESS_KEY_ID=tid_ROOT",
       "AWS_SECRET_ACCESS_KEY=tsec_ROOT",
+      "AWS_SECRET_KEY=tsec_ROOT",
+      "TFORK_ROOT_SECRET_KEY=tsec_ROOT",
       "TIGRIS_STORAGE_ACCESS_KEY_ID=tid_ROOT",
       "TIGRIS_STORAGE_SECRET_ACCESS_KEY=tsec_ROOT",
+      "TIGRIS_SECRET_ACCESS_KEY=tsec_ROOT",
+      "TIGRIS_BUCKET=ROOT-bucket",
       "AWS_PROFILE=operator",
       "AWS_SESSION_TOKEN=token",
       "AWS_SHARED_CREDENTIALS_FILE=/home/op/.aws/credentials",
+      "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+      "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/0/bus",
+      "DISPLAY=:0",
       "HOME=/home/op",
   };
-  const auto out = process_environment(env, base);
+  const std::vector<std::string> pass = {"HF_HOME"};
+  const auto out = agent_process_environment(env, base, pass, "/home/agent");
   const auto has = [&](const std::string& entry) { return std::ranges::count(out, entry) == 1; };
-  CHECK(has("PATH=/usr/bin"));
-  CHECK(has("HOME=/home/op"));
+  for (const auto* kept : {"PATH=/usr/bin", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "TZ=UTC",
+                           "HF_HOME=/models", "HOME=/home/agent"})
+    CHECK(has(kept));
   CHECK(has("AWS_ACCESS_KEY_ID=tid_agent1"));
   CHECK(has("TIGRIS_STORAGE_SECRET_ACCESS_KEY=tsec_agent1"));
+  CHECK(has("TIGRIS_SECRET_ACCESS_KEY=tsec_agent1"));
+  CHECK(has("TIGRIS_ACCESS_KEY_ID=tid_agent1"));
+  CHECK(has("TIGRIS_BUCKET=run-1"));
   CHECK(has("AWS_SHARED_CREDENTIALS_FILE=/dev/null"));
   for (const auto& entry : out) {
     CHECK(entry.find("ROOT") == std::string::npos);
-    CHECK_FALSE(entry.starts_with("AWS_PROFILE="));
-    CHECK_FALSE(entry.starts_with("AWS_SESSION_TOKEN="));
+    for (const auto* gone : {"AWS_PROFILE=", "AWS_SESSION_TOKEN=", "SSH_AUTH_SOCK=",
+                             "DBUS_SESSION_BUS_ADDRESS=", "DISPLAY=", "HOME=/home/op"})
+      CHECK_FALSE(entry.starts_with(gone));
+  }
+}
+
+TEST_CASE("fork names from a manifest are bucket names before any use", "[agent_env]") {
+  for (const std::string name :
+       {"..", "../../x", "a/b", "run-1\x1b[31m", "$(touch pwned)", "run 1", "UPPER", ".hidden"}) {
+    auto manifest = sample_manifest();
+    manifest.forks[0].bucket = name;
+    try {
+      agent_env(manifest, "1");
+      FAIL("accepted the fork name " << name);
+    } catch (const TforkError& e) {
+      CHECK(e.error().kind == ErrorKind::usage);
+      CHECK(e.error().message.find('\x1b') == std::string::npos);
+    }
+    CHECK_THROWS_AS(agent_envs(manifest), TforkError);
   }
 }
 
@@ -249,4 +277,15 @@ TEST_CASE("run_agents: a stop request is forwarded and nothing more starts", "[a
   CHECK(lines.str().find("[run-1] got INT\n") != std::string::npos);
   CHECK_FALSE(outcome.agents[1].started);
   CHECK_FALSE(outcome.agents[2].started);
+}
+
+TEST_CASE("run_agents: an agent's control characters never reach the terminal raw",
+          "[agent_runner]") {
+  // A carriage return would draw over the [fork] prefix, OSC sets the terminal's title;
+  // colours stay.
+  auto specs = specs_for({"printf 'a\\rb\\033]0;title\\007 \\033[31mred\\033[0m\\r\\n'"});
+  specs.resize(1);
+  std::ostringstream lines;
+  run_agents(specs, ExecOptions{}, {"PATH=/usr/bin:/bin"}, {}, lines);
+  CHECK(lines.str() == "[run-1] a\\rb\\x1b]0;title\\x07 \x1b[31mred\x1b[0m\n");
 }
