@@ -40,7 +40,9 @@ void measure_usage(tigris::Client& client, const Manifest& manifest, ExecOutcome
                                                .prefix = "",
                                                .continuation_token = item.token,
                                                .snapshot_version = "",
-                                               .max_keys = 1000}));
+                                               .max_keys = 1000,
+                                               .delimiter = "",
+                                               .start_after = ""}));
     const auto results = client.send_all(pages, concurrency);
     std::vector<Listing> more;
     for (std::size_t i = 0; i < listing.size(); ++i) {
