@@ -187,7 +187,7 @@ std::optional<std::string> unknown_option_message(CLI::App& root,
         continue;
       }
       if (!children(*at).empty()) return std::nullopt;  // an unknown command: said as such
-      continue;                                        // a leaf's argument
+      continue;                                         // a leaf's argument
     }
     if (known_option(*at, word)) {
       if (takes_separate_value(*at, word)) ++i;
