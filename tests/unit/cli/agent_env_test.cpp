@@ -249,7 +249,9 @@ TEST_CASE("run_agents: a timeout sends TERM, then KILL to an agent that ignores 
   auto specs = specs_for({"trap '' TERM; echo ready; while :; do sleep 1; done"});
   specs.resize(1);
   ExecOptions options;
-  options.timeout = std::chrono::milliseconds(200);
+  // The timeout must not fire before the shell has set its trap (a TERM before it would end
+  // the shell by TERM, not KILL): 3 s is far beyond a loaded machine's start-up.
+  options.timeout = std::chrono::milliseconds(3000);
   options.kill_after = std::chrono::milliseconds(200);
   std::ostringstream lines;
   const auto outcome = run_agents(specs, options, {"PATH=/usr/bin:/bin"}, {}, lines);

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <netinet/in.h>
 #include <optional>
+#include <poll.h>
 #include <random>
 #include <set>
 #include <sstream>
@@ -318,7 +319,21 @@ TEST_CASE("a connect that gets no answer ends at the connect timeout", "[http]")
     (void)::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address);
     fillers.push_back(filler);
   }
-  std::this_thread::sleep_for(100ms);  // let the handshakes that can complete, complete
+  // The queue is full once the one handshake the backlog admits has completed: waited for as
+  // a state (a filler turns writable), with a generous deadline.
+  {
+    std::vector<pollfd> polls;
+    for (const int filler : fillers)
+      polls.push_back(pollfd{filler, POLLOUT, 0});
+    bool connected = false;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!connected && std::chrono::steady_clock::now() < deadline) {
+      if (::poll(polls.data(), polls.size(), 100) <= 0) continue;
+      for (const auto& p : polls)
+        connected = connected || (p.revents & POLLOUT) != 0;
+    }
+    REQUIRE(connected);
+  }
 
   Options options = fast_options();
   options.connect_timeout = 500ms;
