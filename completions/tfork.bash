@@ -19,10 +19,10 @@ _tfork_options() {
     'bucket rm') echo '--force' ;;
     'bucket set') echo '--snapshots' ;;
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok --add' ;;
-    'fork diff') echo '--prefix --stat' ;;
+    'fork diff') echo '--prefix --stat --against-parent' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
-    'fork merge') echo '--into --no-snapshot' ;;
+    'fork merge') echo '--into --no-snapshot --strategy' ;;
     'mcp') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir --listen --token-file --allow-remote --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
@@ -44,7 +44,7 @@ _tfork_value_options() {
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
-    'fork merge') echo '--into' ;;
+    'fork merge') echo '--into --strategy' ;;
     'mcp') echo '--source --manifest --fork --max-inline-bytes --manifest-dir --listen --token-file --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
@@ -77,6 +77,7 @@ _tfork_option_values() {
     'fork env|--format') echo 'env dotenv json' ;;
     'fork exec|--manifest') echo '@file' ;;
     'fork exec|--sandbox') echo 'auto bwrap none' ;;
+    'fork merge|--strategy') echo 'refuse fork-wins' ;;
     'mcp|--manifest') echo '@file' ;;
     'mcp|--manifest-dir') echo '@file' ;;
     'mcp|--token-file') echo '@file' ;;

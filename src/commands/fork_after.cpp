@@ -3,6 +3,7 @@
 // and moving a fork onto its parent's present. Registered under the `fork` group by
 // register_fork (fork.cpp).
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
@@ -69,9 +70,93 @@ std::string merge_parent(tigris::Client& client, const MergeOptions& options) {
   return parent;
 }
 
+MergePlan plan_merge(tigris::Client& client, const std::string& fork, const std::string& parent,
+                     bool list_changes) {
+  const auto target = workflow::diff_target(client, fork);
+  if (target.source != parent)
+    usage_error(fmt::format("{} is a fork of {}, not of {}: a fork merges into its direct parent",
+                            fork, target.source, parent));
+  MergePlan plan;
+  plan.stat = workflow::stream_three_way(client, target, {}, [&](const auto& change) {
+    if (change.conflict && plan.conflicts.size() < k_listed_conflicts)
+      plan.conflicts.push_back(change);
+    if (list_changes && change.fork) plan.changes.push_back(change);
+  });
+  return plan;
+}
+
+namespace {
+
+std::string_view kind_or_dash(const std::optional<workflow::ChangeKind>& kind) {
+  return kind ? workflow::change_name(*kind) : std::string_view("-");
+}
+
+output::Json conflicts_json(const MergePlan& plan) {
+  output::Json conflicts = output::Json::array();
+  for (const auto& change : plan.conflicts)
+    conflicts.push_back({{"key", change.key},
+                         {"fork", kind_or_dash(change.fork)},
+                         {"parent", kind_or_dash(change.parent)}});
+  return conflicts;
+}
+
+output::Json changes_json(const workflow::DiffStat& stat) {
+  return output::Json{
+      {"added", stat.added}, {"modified", stat.modified}, {"deleted", stat.deleted}};
+}
+
+std::string conflict_rows(const MergePlan& plan) {
+  output::Table table({"CONFLICT", "FORK", "PARENT"});
+  for (const auto& change : plan.conflicts)
+    table.row({printable_key(change.key), std::string(kind_or_dash(change.fork)),
+               std::string(kind_or_dash(change.parent))});
+  auto text = table.render();
+  const auto listed = static_cast<std::int64_t>(plan.conflicts.size());
+  if (plan.stat.conflicts > listed)
+    text += fmt::format("... and {} more\n", plan.stat.conflicts - listed);
+  return text;
+}
+
+}  // namespace
+
+output::Json to_json(const std::string& fork, const std::string& parent, const MergePlan& plan) {
+  output::Json keys = output::Json::array();
+  for (const auto& change : plan.changes)
+    keys.push_back({{"key", change.key},
+                    {"change", workflow::change_name(*change.fork)},
+                    {"conflict", change.conflict}});
+  return output::Json{{"fork", fork},
+                      {"into", parent},
+                      {"changes", changes_json(plan.stat.fork)},
+                      {"parent_changes", changes_json(plan.stat.parent)},
+                      {"conflict_count", plan.stat.conflicts},
+                      {"conflicts", conflicts_json(plan)},
+                      {"keys", std::move(keys)}};
+}
+
+std::string to_table(const std::string& fork, const std::string& parent, const MergePlan& plan) {
+  std::string text;
+  if (!plan.changes.empty()) {
+    output::Table table({"KEY", "CHANGE", "CONFLICT"});
+    for (const auto& change : plan.changes)
+      table.row({printable_key(change.key), std::string(workflow::change_name(*change.fork)),
+                 change.conflict ? "yes" : "-"});
+    text += table.render();
+  }
+  const auto& theirs = plan.stat.parent;
+  text += fmt::format(
+      "merge {} into {}: {} added, {} modified, {} deleted; {} changed {} keys since the fork's "
+      "snapshot; {} conflict{}\n",
+      fork, parent, plan.stat.fork.added, plan.stat.fork.modified, plan.stat.fork.deleted, parent,
+      theirs.added + theirs.modified + theirs.deleted, plan.stat.conflicts,
+      plan.stat.conflicts == 1 ? "" : "s");
+  if (plan.stat.conflicts > 0) text += conflict_rows(plan);
+  return text;
+}
+
 MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent) {
-  MergeResult result{options.fork, parent, {}, {}};
+  MergeResult result{options.fork, parent, {}, {}, {}};
   if (!options.no_snapshot) {
     result.before_snapshot =
         version_of(tigris::expect_success(
@@ -89,7 +174,10 @@ output::Json to_json(const MergeResult& result) {
   return output::Json{{"fork", result.fork},
                       {"into", result.into},
                       {"before_snapshot", output::json_or_null(result.before_snapshot)},
-                      {"snapshot", result.snapshot}};
+                      {"snapshot", result.snapshot},
+                      {"changes", changes_json(result.plan.stat.fork)},
+                      // --strategy fork-wins: how many of the parent's changes the merge replaced.
+                      {"replaced", result.plan.stat.conflicts}};
 }
 
 std::string to_table(const MergeResult& result) {
@@ -98,6 +186,9 @@ std::string to_table(const MergeResult& result) {
     text += fmt::format("before: {}  (snapshot '{}': fork it to undo the merge)\n",
                         result.before_snapshot, before_merge_name(result.fork));
   text += fmt::format("after:  {}\n", result.snapshot);
+  if (result.plan.stat.conflicts > 0)
+    text += fmt::format("replaced {} of {}'s changes (--strategy fork-wins)\n",
+                        result.plan.stat.conflicts, result.into);
   return text;
 }
 
@@ -179,6 +270,53 @@ void write_diff(tigris::Client& client, const std::string& fork, const std::stri
   out.flush();
 }
 
+void write_three_way(tigris::Client& client, const std::string& fork, const std::string& prefix,
+                     bool stat_only, bool json, std::ostream& out) {
+  const auto target = workflow::diff_target(client, fork);
+  if (json) {
+    auto head =
+        output::Json{
+            {"fork", target.fork}, {"source", target.source}, {"snapshot", target.snapshot}}
+            .dump();
+    head.pop_back();  // the closing brace: "keys" and the totals follow
+    out << head << ",\"keys\":[";
+  } else if (!stat_only) {
+    out << fmt::format("{:<9}{:<9}{:<9}{}\n", "FORK", "PARENT", "CONFLICT", "KEY");
+  }
+  std::size_t written = 0;
+  const auto name = [](const std::optional<workflow::ChangeKind>& kind) {
+    return kind ? std::string(workflow::change_name(*kind)) : std::string("-");
+  };
+  const auto stat = workflow::stream_three_way(
+      client, target, prefix, [&](const workflow::ThreeWayChange& change) {
+        if (stat_only) return;
+        if (json) {
+          out << (written++ == 0 ? "" : ",")
+              << output::Json{{"key", change.key},
+                              {"fork", output::json_or_null(change.fork ? name(change.fork) : "")},
+                              {"parent",
+                               output::json_or_null(change.parent ? name(change.parent) : "")},
+                              {"conflict", change.conflict}}
+                     .dump();
+        } else {
+          out << fmt::format("{:<9}{:<9}{:<9}{}\n", name(change.fork), name(change.parent),
+                             change.conflict ? "yes" : "-", printable_key(change.key));
+        }
+      });
+  if (json) {
+    out << "],\"fork_changes\":" << changes_json(stat.fork).dump()
+        << ",\"parent_changes\":" << changes_json(stat.parent).dump()
+        << ",\"conflict_count\":" << stat.conflicts << "}\n";
+  } else {
+    out << fmt::format(
+        "{} changed {} keys and {} changed {} since {} ({}); {} conflict{}\n", target.fork,
+        stat.fork.added + stat.fork.modified + stat.fork.deleted, target.source,
+        stat.parent.added + stat.parent.modified + stat.parent.deleted, target.snapshot,
+        "the fork's snapshot", stat.conflicts, stat.conflicts == 1 ? "" : "s");
+  }
+  out.flush();
+}
+
 std::string printable_key(std::string_view key) {
   std::string out;
   for (const char c : key) {
@@ -198,22 +336,48 @@ cli::CommandResult run_fork_diff(const DiffOptions& options, cli::Context& conte
   cli::require_bucket_name(options.fork, "fork");
   // Streamed to stdout as it is found rather than gathered into a document (cli.md §9:
   // memory independent of the object count), so the result carries nothing to print.
-  write_diff(context.client(), options.fork, options.prefix, options.stat,
-             context.format() == output::Format::json, std::cout);
+  if (options.against_parent)
+    write_three_way(context.client(), options.fork, options.prefix, options.stat,
+                    context.format() == output::Format::json, std::cout);
+  else
+    write_diff(context.client(), options.fork, options.prefix, options.stat,
+               context.format() == output::Format::json, std::cout);
   return cli::CommandResult{};
 }
 
 cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& context) {
   check_merge_options(options);
-  if (context.options.dry_run && !options.into.empty())
-    return context.dry_run(merge_operations(options, options.into));
   auto& client = context.client();
   const auto parent = merge_parent(client, options);
-  if (context.options.dry_run) return context.dry_run(merge_operations(options, parent));
+  // The three-way check first (issue 23 §1): reads only. A dry run shows the plan and stops.
+  auto plan = plan_merge(client, options.fork, parent, context.options.dry_run);
+  if (context.options.dry_run)
+    return cli::document(to_json(options.fork, parent, plan), to_table(options.fork, parent, plan));
+  if (plan.stat.conflicts > 0 && options.strategy != "fork-wins") {
+    auto refused = cli::document(to_json(options.fork, parent, plan), conflict_rows(plan));
+    std::string keys;
+    for (const auto& change : plan.conflicts)
+      keys += (keys.empty() ? "" : ", ") + printable_key(change.key);
+    const bool more = plan.stat.conflicts > static_cast<std::int64_t>(plan.conflicts.size());
+    refused.error = Error{
+        ErrorKind::conflict,
+        "MergeConflict",
+        fmt::format("{} key{} changed in both {} and {} since the fork's snapshot ({}{}); nothing "
+                    "was merged: change them in the fork, or --strategy fork-wins replaces {}'s "
+                    "changes",
+                    plan.stat.conflicts, plan.stat.conflicts == 1 ? "" : "s", options.fork, parent,
+                    keys, more ? ", ..." : "", parent),
+        0,
+        {}};
+    return refused;
+  }
   // Writing into a bucket every agent forked from is an operator's act (cli.md §10).
-  context.confirm(
-      fmt::format("Merge fork {} into {}? This writes into {}", options.fork, parent, parent));
-  const auto result = run_merge(client, options, parent);
+  context.confirm(fmt::format(
+      "Merge fork {} into {}? This writes into {}{}", options.fork, parent, parent,
+      plan.stat.conflicts > 0 ? fmt::format(" and replaces {} of its changes", plan.stat.conflicts)
+                              : std::string()));
+  auto result = run_merge(client, options, parent);
+  result.plan = std::move(plan);
   return cli::document(to_json(result), to_table(result));
 }
 
@@ -243,11 +407,15 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
   diff->footer(
       "Lists added, modified (size or ETag differ) and deleted keys, in key order, as two\n"
       "listings stream past each other page by page: memory does not grow with the number of\n"
-      "objects. --stat prints the counts and bytes only. Exit 64 when FORK is not a fork." +
+      "objects. --stat prints the counts and bytes only. Exit 6 when FORK is not a fork, 3 when\n"
+      "it does not exist." +
       std::string("\n\n") + diff->get_footer());
   diff->add_option("FORK", diff_options->fork, "The fork to compare with its source")->required();
   diff->add_option("--prefix", diff_options->prefix, "Only keys starting with P");
   diff->add_flag("--stat", diff_options->stat, "Counts and bytes only");
+  diff->add_flag("--against-parent", diff_options->against_parent,
+                 "The three-way view a merge checks: each key the fork or its parent changed "
+                 "since the fork's snapshot, and whether both did (a conflict)");
   cli::on_run(*diff, context,
               [diff_options, &context] { return run_fork_diff(*diff_options, context); });
 
@@ -266,6 +434,11 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
                     "The parent (default: the fork's source; must be it)");
   merge->add_flag("--no-snapshot", merge_options->no_snapshot,
                   "Do not snapshot the parent first (the merge cannot be undone by forking)");
+  merge
+      ->add_option("--strategy", merge_options->strategy,
+                   "refuse (default): a key changed on both sides stops the merge; fork-wins: "
+                   "the fork's version replaces the parent's")
+      ->transform(cli::one_of("--strategy", {"refuse", "fork-wins"}));
   cli::on_run(*merge, context,
               [merge_options, &context] { return run_fork_merge(*merge_options, context); });
 

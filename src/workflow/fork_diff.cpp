@@ -4,8 +4,8 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/objects.hpp"
 
-#include <array>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace tfork::workflow {
@@ -33,7 +33,7 @@ struct Cursor {
 
 // Makes every cursor that ran out of entries hold its next page (or end), fetching the next
 // page of every side that can take one in the same round trip.
-void refill(tigris::Client& client, std::array<Cursor*, 2> cursors) {
+void refill(tigris::Client& client, std::span<Cursor* const> cursors) {
   while (true) {
     bool waiting = false;
     for (auto* cursor : cursors) {
@@ -133,7 +133,8 @@ DiffStat merge_listings(tigris::Client& client, const DiffTarget& target, std::s
   };
   bool more = true;
   while (more) {
-    refill(client, {&fork, &base});
+    Cursor* const sides[] = {&fork, &base};
+    refill(client, sides);
     const auto* mine = fork.peek();
     const auto* theirs = base.peek();
     if (!mine && !theirs) break;
@@ -154,6 +155,86 @@ DiffStat merge_listings(tigris::Client& client, const DiffTarget& target, std::s
 }
 
 }  // namespace
+
+namespace {
+
+// What `now` is against `base`: nothing, or added, modified or deleted.
+std::optional<ChangeKind> change_of(const tigris::ObjectEntry* base,
+                                    const tigris::ObjectEntry* now) {
+  if (!base && !now) return std::nullopt;
+  if (!base) return ChangeKind::added;
+  if (!now) return ChangeKind::deleted;
+  if (base->size != now->size || base->etag != now->etag) return ChangeKind::modified;
+  return std::nullopt;
+}
+
+void count(DiffStat& stat, ChangeKind kind, std::int64_t size) {
+  switch (kind) {
+    case ChangeKind::added:
+      ++stat.added;
+      stat.bytes += size;
+      break;
+    case ChangeKind::modified:
+      ++stat.modified;
+      stat.bytes += size;
+      break;
+    case ChangeKind::deleted:
+      ++stat.deleted;
+      break;
+  }
+}
+
+}  // namespace
+
+ThreeWayStat stream_three_way(tigris::Client& client, const DiffTarget& target,
+                              std::string_view prefix,
+                              const std::function<void(const ThreeWayChange&)>& on_change) {
+  Cursor fork;
+  fork.request.bucket = target.fork;
+  fork.request.prefix = std::string(prefix);
+  Cursor base;
+  base.request.bucket = target.source;
+  base.request.prefix = std::string(prefix);
+  base.request.snapshot_version = target.snapshot;
+  Cursor parent;
+  parent.request.bucket = target.source;
+  parent.request.prefix = std::string(prefix);
+  Cursor* const sides[] = {&fork, &base, &parent};
+
+  ThreeWayStat stat;
+  for (;;) {
+    refill(client, sides);
+    const std::string* next = nullptr;
+    for (auto* side : sides)
+      if (const auto* entry = side->peek(); entry && (!next || entry->key < *next))
+        next = &entry->key;
+    if (!next) break;
+    const std::string key = *next;
+    const auto at = [&](Cursor& side) -> const tigris::ObjectEntry* {
+      const auto* entry = side.peek();
+      return entry && entry->key == key ? entry : nullptr;
+    };
+    const auto* mine = at(fork);
+    const auto* was = at(base);
+    const auto* theirs = at(parent);
+    ThreeWayChange change{key, change_of(was, mine), change_of(was, theirs), false, 0};
+    if (change.fork && change.parent) {
+      // Both sides changed the key: a conflict unless they agree (the same object, or both
+      // deleted it).
+      const bool same = (!mine && !theirs) || (mine && theirs && mine->size == theirs->size &&
+                                               mine->etag == theirs->etag);
+      change.conflict = !same;
+    }
+    change.size = mine ? mine->size : (was ? was->size : 0);
+    if (change.fork) count(stat.fork, *change.fork, change.size);
+    if (change.parent) count(stat.parent, *change.parent, theirs ? theirs->size : 0);
+    if (change.conflict) ++stat.conflicts;
+    if ((change.fork || change.parent) && on_change) on_change(change);
+    for (auto* side : sides)
+      if (at(*side)) ++side->position;
+  }
+  return stat;
+}
 
 DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
                      const std::function<void(const Change&)>& on_change) {

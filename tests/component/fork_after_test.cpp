@@ -80,7 +80,8 @@ TEST_CASE("fork merge: HeadBucket, the before-merge snapshot, then the merge", "
   CHECK(transport.requests[2].body.empty());
   CHECK(fork_cmd::to_json(result).dump() ==
         R"({"fork":"run-3","into":"data","before_snapshot":"1000000000000000001",)"
-        R"("snapshot":"1000000000000000002"})");
+        R"("snapshot":"1000000000000000002","changes":{"added":0,"modified":0,"deleted":0},)"
+        R"("replaced":0})");
 
   SECTION("--no-snapshot sends the merge alone") {
     transport.requests.clear();

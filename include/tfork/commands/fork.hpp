@@ -8,6 +8,7 @@
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/fork_batch.hpp"
+#include "tfork/workflow/fork_diff.hpp"
 
 #include <optional>
 #include <ostream>
@@ -67,7 +68,14 @@ struct DiffOptions {
   std::string fork;
   std::string prefix;
   bool stat = false;
+  bool against_parent = false;  // the three-way view: what the fork and the parent changed
 };
+// `fork diff --against-parent` (issue 23 §1): every key the fork or its parent changed since
+// the fork's snapshot, with whether it conflicts, streamed to `out` as found; then the totals.
+// JSON: {"fork","source","snapshot","keys":[{key,fork,parent,conflict}],"fork_changes",
+// "parent_changes","conflict_count"}.
+void write_three_way(tigris::Client& client, const std::string& fork, const std::string& prefix,
+                     bool stat_only, bool json, std::ostream& out);
 // Streams the diff of `fork` against its source to `out` as it is found: rows (or, with
 // `json`, the cli.md §6 document written piece by piece), then the totals.
 void write_diff(tigris::Client& client, const std::string& fork, const std::string& prefix,
@@ -81,13 +89,28 @@ struct MergeOptions {
   std::string fork;
   std::string into;  // "" : the fork's source
   bool no_snapshot = false;
+  // "refuse" (default): a key changed in both the fork and the parent since the fork's
+  // snapshot stops the merge (exit 6); "fork-wins": merged anyway, the parent's change replaced.
+  std::string strategy = "refuse";
 };
+// What a merge would do (issue 23 §1): the fork's changes, and the keys both sides changed.
+struct MergePlan {
+  workflow::ThreeWayStat stat;
+  std::vector<workflow::ThreeWayChange> conflicts;  // the first k_listed_conflicts of them
+  std::vector<workflow::ThreeWayChange> changes;    // with --dry-run: the fork's, listed
+};
+inline constexpr std::size_t k_listed_conflicts = 20;
 struct MergeResult {
   std::string fork;
   std::string into;
   std::string before_snapshot;  // "" with --no-snapshot
   std::string snapshot;         // the parent's version after the merge
+  MergePlan plan;               // what the three-way check found
 };
+// The three listings (fork now, its base, the parent now) streamed once; `list_changes` keeps
+// every change of the fork (for --dry-run), else only the first conflicts.
+MergePlan plan_merge(tigris::Client& client, const std::string& fork, const std::string& parent,
+                     bool list_changes);
 // Names checked before anything is sent (exit 64).
 void check_merge_options(const MergeOptions& options);
 // HeadBucket of the fork: the parent it merges into. Exit 64 when it is not a direct fork of
@@ -100,7 +123,13 @@ MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent);
 output::Json to_json(const MergeResult& result);
 std::string to_table(const MergeResult& result);
-// The command: options checked, --dry-run, the confirmation (a terminal asks; elsewhere
+// The plan as a document ({"fork","into","changes":{added,modified,deleted},"parent_changes",
+// "conflict_count","conflicts":[{key,fork,parent}]}, with "keys" listing every change when
+// kept) and as text.
+output::Json to_json(const std::string& fork, const std::string& parent, const MergePlan& plan);
+std::string to_table(const std::string& fork, const std::string& parent, const MergePlan& plan);
+// The command: options checked, the three-way check (--dry-run prints it and stops; a conflict
+// refuses, exit 6, unless --strategy fork-wins), the confirmation (a terminal asks; elsewhere
 // --yes), the merge.
 cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& context);
 

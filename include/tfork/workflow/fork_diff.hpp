@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,8 +42,8 @@ struct DiffTarget {
   std::string base_bucket{};
 };
 
-// HeadBucket of `fork`: its source and snapshot. Throws TforkError: not_found for a missing
-// bucket, usage (exit 64) for a bucket that is not a fork.
+// HeadBucket of `fork`: its source and snapshot. Throws TforkError: not_found ("bucket X does
+// not exist") for a missing bucket, conflict (exit 6) for a bucket that is not a fork.
 DiffTarget diff_target(tigris::Client& client, std::string_view fork);
 
 // Streams every change, in key order, to `on_change`; returns the totals. A key present on
@@ -56,5 +57,28 @@ DiffStat stream_diff(tigris::Client& client, const DiffTarget& target, std::stri
 void stream_diff_after(tigris::Client& client, const DiffTarget& target, std::string_view prefix,
                        std::string_view start_after,
                        const std::function<bool(const Change&)>& on_change);
+
+// The three-way view of a fork before a merge (issue 23 §1): each key as the fork has it now,
+// as its base had it (the source at the fork's snapshot) and as the parent (the source) has it
+// now, by the same streaming merge, three listings at once (memory flat in the object count).
+struct ThreeWayChange {
+  std::string key;
+  std::optional<ChangeKind> fork;    // what the fork changed since its snapshot
+  std::optional<ChangeKind> parent;  // what the parent changed since the fork's snapshot
+  // Both changed it, and not to the same object (different ETag or size, or deleted on one
+  // side only): a merge would replace the parent's change.
+  bool conflict = false;
+  std::int64_t size = 0;  // the fork's object; the base's for a deletion
+};
+struct ThreeWayStat {
+  DiffStat fork;    // the fork's changes: what a merge brings into the parent
+  DiffStat parent;  // the parent's changes since the fork's snapshot
+  std::int64_t conflicts = 0;
+};
+// Every key either side changed, in key order, to `on_change`; returns the totals. Throws
+// TforkError on a failed page.
+ThreeWayStat stream_three_way(tigris::Client& client, const DiffTarget& target,
+                              std::string_view prefix,
+                              const std::function<void(const ThreeWayChange&)>& on_change);
 
 }  // namespace tfork::workflow
