@@ -316,22 +316,34 @@ StoredBody store_body(Context& context) {
           crypto::to_hex(crypto::md5(context.body.data))};
 }
 
-void check_write_conditions(const Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  if (const auto* if_none_match = context.header("if-none-match");
-      if_none_match && unquote(*if_none_match) == "*") {
-    if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
+store::WriteConditions write_conditions(const Context& context) {
+  store::WriteConditions conditions;
+  if (const auto* if_none_match = context.header("if-none-match")) {
+    conditions.if_none_match_any = unquote(*if_none_match) == "*";
   }
   if (const auto* if_match = context.header("if-match")) {
-    const auto current = context.store.get_object(bucket, key);
-    if (!current) {
-      S3Error error = make_error(Err::no_such_key);
-      error.key = key;
-      fail(std::move(error));
+    auto& etags = conditions.if_match.emplace();
+    for (std::string_view list = *if_match; !list.empty();) {
+      const auto comma = list.find(',');
+      etags.emplace_back(unquote(list.substr(0, comma)));
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     }
-    if (!etag_matches(*if_match, current->etag)) fail(Err::precondition_failed);
   }
+  return conditions;
+}
+
+void check_write_conditions(const Context& context, const store::WriteConditions& conditions) {
+  if (conditions.empty()) return;
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  auto current = context.store.get_object(bucket, key);
+  std::optional<std::string_view> etag;
+  if (current) {
+    etag = current->etag;
+  } else if (current.error().code != store::StoreErrc::no_such_key) {
+    check(std::move(current), bucket, key);  // a missing bucket, a failed read
+  }
+  check(store::check_conditions(conditions, etag), bucket, key);
 }
 
 namespace {
@@ -356,10 +368,9 @@ Response put_object(Context& context) {
   // missing bucket leaves no orphan blob (and conditions below are judged in a bucket that
   // exists). A small body becomes a blob only in its row's transaction, which finds a missing
   // bucket itself: no read transaction of its own for the common small PUT.
-  if (context.body.file || context.header("if-match") || context.header("if-none-match")) {
-    check(context.store.head_bucket(bucket), bucket);
-  }
-  check_write_conditions(context);
+  auto conditions = write_conditions(context);
+  if (context.body.file || !conditions.empty()) check(context.store.head_bucket(bucket), bucket);
+  check_write_conditions(context, conditions);
   store::NewObject object;
   object.content_type = content_type_of(context.request);
   object.user_meta = user_metadata(context.request);
@@ -373,10 +384,13 @@ Response put_object(Context& context) {
         bucket, key, std::move(object),
         [later = context.later, bucket, key](store::Result<store::ObjectInfo> written) {
           later->finish([&] { return put_response(check(std::move(written), bucket, key)); });
-        });
+        },
+        std::move(conditions));
     return {};
   }
-  return put_response(check(context.store.put_object(bucket, key, std::move(object)), bucket, key));
+  return put_response(
+      check(context.store.put_object(bucket, key, std::move(object), std::move(conditions)), bucket,
+            key));
 }
 
 Response get_object(Context& context) {
@@ -616,9 +630,15 @@ Response copy_object(Context& context) {
     metadata->content_type = content_type_of(context.request);
     metadata->user_meta = user_metadata(context.request);
   }
-  const auto info = check(
-      context.store.copy_object(source_bucket, source_key, at, bucket, key, std::move(metadata)),
-      source_bucket, source_key);
+  auto conditions = write_conditions(context);
+  check_write_conditions(context, conditions);
+  auto copied = context.store.copy_object(source_bucket, source_key, at, bucket, key,
+                                          std::move(metadata), std::move(conditions));
+  // The destination's conditions name the destination key; the rest, the source.
+  const bool on_destination =
+      !copied && copied.error().code == store::StoreErrc::precondition_failed;
+  const auto info = on_destination ? check(std::move(copied), bucket, key)
+                                   : check(std::move(copied), source_bucket, source_key);
   pugi::xml_document document;
   auto root = s3_root(document, "CopyObjectResult");
   add_text(root, "LastModified", iso8601_ms(info.seq));

@@ -508,6 +508,17 @@ void SqliteStore::run_batch(const std::vector<QueuedWrite*>& batch) {
     }
     for (const auto& hash : ctx.consumed_pins)
       blobs_.release(hash);
+    if (!kept[i] && !ctx.consumed_pins.empty()) {
+      // An undone write (a failed condition, a missing bucket, a failed COMMIT): the files
+      // written for it that no row names are unlinked now, not at the next start. One that a
+      // write still in flight pinned is kept (remove_unreferenced skips it).
+      std::vector<std::string> unlink;
+      for (const auto& hash : ctx.consumed_pins) {
+        auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
+        if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(hash);
+      }
+      blobs_.remove_unreferenced(unlink);
+    }
   }
 }
 
