@@ -66,14 +66,30 @@ std::optional<Response> evaluate_conditions(const Context& context, const store:
   return response;
 }
 
-// versionId: the store resolves "newest at or before" a seq, so a version id (its seq) that
+// A version id as sent (nullptr: none): "null" (S3's id of an unversioned object) and empty
+// are none; else a seq. The store resolves "newest at or before" a seq, so a version id that
 // resolves to a different version does not exist.
-std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
-  const auto* text = context.target.get(name);
+std::optional<store::Seq> parse_version_id(const std::string* text) {
   if (!text || text->empty() || *text == "null") return std::nullopt;
   const auto seq = parse_seq(*text);
   if (!seq) fail(Err::invalid_argument, "Invalid version id specified");
   return seq;
+}
+
+std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
+  return parse_version_id(context.target.get(name));
+}
+
+// DeleteObject's one road, taken by DeleteObject and by each key of DeleteObjects: `version`
+// is the versionId as sent (nullptr when none). Throws the key's S3 error.
+void delete_one(const Context& context, const std::string& key, const std::string* version) {
+  const auto& bucket = context.target.bucket;
+  if (key.size() > k_max_key_bytes) fail(Err::key_too_long);
+  if (parse_version_id(version)) {
+    // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
+    fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
+  }
+  check(context.store.delete_object(bucket, key), bucket, key);
 }
 
 // ?partNumber= of GetObject and HeadObject: 1..10000.
@@ -507,13 +523,8 @@ Response get_object_tagging(Context& context) {
 }
 
 Response delete_object(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::write);
-  if (version_id(context)) {
-    // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
-    fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
-  }
-  check(context.store.delete_object(bucket, context.target.key), bucket, context.target.key);
+  require(context, context.target.bucket, Access::write);
+  delete_one(context, context.target.key, context.target.get("versionId"));
   Response response;
   response.status = 204;
   return response;
@@ -533,13 +544,15 @@ Response delete_objects(Context& context) {
   const bool quiet = std::string_view(root.child_value("Quiet")) == "true";
   struct Item {
     std::string key;
-    bool has_version;
+    std::optional<std::string> version;  // <VersionId>, as sent
   };
   std::vector<Item> items;
   for (const auto object : root.children("Object")) {
     const auto key = object.child("Key");
     if (!key) fail(Err::malformed_xml);
-    items.push_back(Item{key.text().get(), static_cast<bool>(object.child("VersionId"))});
+    Item item{key.text().get(), std::nullopt};
+    if (const auto version = object.child("VersionId")) item.version = version.text().get();
+    items.push_back(std::move(item));
   }
   if (items.empty() || items.size() > 1000) fail(Err::malformed_xml);
   check(context.store.head_bucket(bucket), bucket);
@@ -550,21 +563,24 @@ Response delete_objects(Context& context) {
     std::optional<S3Error> error;
     if (!can_write) {
       error = make_error(Err::access_denied);
-    } else if (item.key.size() > k_max_key_bytes) {
-      error = make_error(Err::key_too_long);
-    } else if (item.has_version) {
-      error = make_error(Err::not_implemented, "Deleting a specific version is not supported.");
-    } else if (auto deleted = context.store.delete_object(bucket, item.key); !deleted) {
-      error = store_error(deleted.error());
+    } else {
+      try {
+        delete_one(context, item.key, item.version ? &*item.version : nullptr);
+      } catch (const S3Exception& e) {
+        error = e.error();
+      }
     }
     if (error) {
       auto node = result.append_child("Error");
       add_text(node, "Key", item.key);
+      if (item.version) add_text(node, "VersionId", *item.version);
       add_text(node, "Code", error->code());
       add_text(node, "Message", error->text());
     } else if (!quiet) {
       // Missing keys are reported as deleted (server-design §5.6).
-      add_text(result.append_child("Deleted"), "Key", item.key);
+      auto node = result.append_child("Deleted");
+      add_text(node, "Key", item.key);
+      if (item.version) add_text(node, "VersionId", *item.version);
     }
   }
   return xml_response(200, to_string(out));

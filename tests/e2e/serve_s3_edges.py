@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end: edges of S3 that clients and test harnesses rely on (issue 24 §4), with boto3.
+
+- DeleteObjects with a VersionId takes DeleteObject's road: `null` on a regular bucket deletes
+  the key (a harness that empties a bucket from ListObjectVersions can then delete it), and a
+  specific version answers per key what DeleteObject answers for it.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tfork_server import TestFailure, TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+
+try:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+except ImportError as e:  # pragma: no cover
+    skip(f"boto3 is not available to {sys.executable}: {e} (Debian package python3-boto3)")
+
+
+def make_client(srv):
+    return boto3.client(
+        "s3",
+        endpoint_url=srv.endpoint,
+        region_name="auto",
+        aws_access_key_id=srv.access_key,
+        aws_secret_access_key=srv.secret_key,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      retries={"max_attempts": 1, "mode": "standard"}),
+    )
+
+
+def error_of(fn, **kwargs):
+    """Call fn, which must fail with a ClientError; return (status, code)."""
+    try:
+        fn(**kwargs)
+    except ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
+    raise TestFailure(f"{fn.__name__}({kwargs}) unexpectedly succeeded")
+
+
+def keys_of(s3, bucket):
+    return [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+def delete_objects_with_versions(s3):
+    step("DeleteObjects with VersionId null empties a regular bucket, as DeleteObject does")
+    b = "edges-versions"
+    s3.create_bucket(Bucket=b)
+    for key in ("a", "b", "c"):
+        s3.put_object(Bucket=b, Key=key, Body=key.encode())
+    # What harnesses do: list the versions, delete each by id, delete the bucket.
+    versions = s3.list_object_versions(Bucket=b).get("Versions", [])
+    check_eq("version ids listed", ["null"] * 3, [v["VersionId"] for v in versions])
+    answer = s3.delete_objects(Bucket=b, Delete={"Objects": [
+        {"Key": v["Key"], "VersionId": v["VersionId"]} for v in versions]})
+    check_eq("DeleteObjects errors", [], answer.get("Errors", []))
+    check_eq("DeleteObjects deleted", [("a", "null"), ("b", "null"), ("c", "null")],
+             sorted((d["Key"], d.get("VersionId")) for d in answer.get("Deleted", [])))
+    check_eq("keys left", [], keys_of(s3, b))
+    s3.delete_bucket(Bucket=b)
+
+    step("a specific version: the same answer from DeleteObject and DeleteObjects")
+    b = "edges-one-version"
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="k", Body=b"v")
+    s3.put_object(Bucket=b, Key="gone", Body=b"v")
+    for version in ("1751631910196672425", "not-a-version"):
+        single = error_of(s3.delete_object, Bucket=b, Key="k", VersionId=version)
+        answer = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "k",
+                                                                   "VersionId": version}]})
+        errors = answer.get("Errors", [])
+        check_eq(f"DeleteObjects errors for version {version}", 1, len(errors))
+        check_eq(f"DeleteObjects code for version {version}", single[1], errors[0]["Code"])
+        check_eq(f"DeleteObjects VersionId echoed for {version}", version,
+                 errors[0].get("VersionId"))
+    check_eq("keys left after refused version deletes", ["gone", "k"], keys_of(s3, b))
+    # An empty VersionId is no version, as on DeleteObject.
+    answer = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "gone", "VersionId": ""}]})
+    check_eq("DeleteObjects errors for an empty VersionId", [], answer.get("Errors", []))
+    check_eq("keys left", ["k"], keys_of(s3, b))
+
+
+def main():
+    with TforkServer() as srv:
+        s3 = make_client(srv)
+        delete_objects_with_versions(s3)
+
+
+if __name__ == "__main__":
+    run_test(main)
