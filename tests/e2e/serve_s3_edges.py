@@ -4,14 +4,16 @@
 
 - DeleteObjects with a VersionId takes DeleteObject's road: `null` on a regular bucket deletes
   the key (a harness that empties a bucket from ListObjectVersions can then delete it), and a
-  specific version answers per key what DeleteObject answers for it.
+  specific version answers per key what DeleteObject answers for it;
+- an empty ContinuationToken in ListObjectsV2 lists from the start and is echoed, as if absent
+  (Ceph's s3-tests, test_bucket_listv2_continuationtoken_empty).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tfork_server import TestFailure, TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import TestFailure, TforkServer, check_eq, run_test, skip, step  # noqa: E402
 
 try:
     import boto3
@@ -84,10 +86,30 @@ def delete_objects_with_versions(s3):
     check_eq("keys left", ["k"], keys_of(s3, b))
 
 
+def empty_continuation_token(s3):
+    step("an empty ContinuationToken lists from the start, as if absent")
+    b = "edges-token"
+    s3.create_bucket(Bucket=b)
+    names = ["bar", "baz", "foo", "quxx"]
+    for key in names:
+        s3.put_object(Bucket=b, Key=key, Body=b"x")
+    page = s3.list_objects_v2(Bucket=b, ContinuationToken="")
+    check_eq("keys listed with an empty token", names,
+             [o["Key"] for o in page.get("Contents", [])])
+    check_eq("IsTruncated with an empty token", False, page["IsTruncated"])
+    check_eq("ContinuationToken echoed", "", page.get("ContinuationToken"))
+    page = s3.list_objects_v2(Bucket=b, ContinuationToken="", StartAfter="baz")
+    check_eq("keys after StartAfter with an empty token", ["foo", "quxx"],
+             [o["Key"] for o in page.get("Contents", [])])
+    check_eq("a token that is not ours", (400, "InvalidArgument"),
+             error_of(s3.list_objects_v2, Bucket=b, ContinuationToken="!!"))
+
+
 def main():
     with TforkServer() as srv:
         s3 = make_client(srv)
         delete_objects_with_versions(s3)
+        empty_continuation_token(s3)
 
 
 if __name__ == "__main__":
