@@ -6,9 +6,12 @@
   the key (a harness that empties a bucket from ListObjectVersions can then delete it), and a
   specific version answers per key what DeleteObject answers for it;
 - an empty ContinuationToken in ListObjectsV2 lists from the start and is echoed, as if absent
-  (Ceph's s3-tests, test_bucket_listv2_continuationtoken_empty).
+  (Ceph's s3-tests, test_bucket_listv2_continuationtoken_empty);
+- a snapshot name the documented rule refuses (tigris-wire §2.3: CR, LF, ';'; more than 255
+  bytes) is refused with 400 and not stored; one at the limit is kept.
 """
 
+import contextlib
 import os
 import sys
 
@@ -42,6 +45,24 @@ def error_of(fn, **kwargs):
     except ClientError as e:
         return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
     raise TestFailure(f"{fn.__name__}({kwargs}) unexpectedly succeeded")
+
+
+@contextlib.contextmanager
+def tigris_headers(client, operation, headers):
+    """Add headers to every `operation` request before it is signed (Tigris docs' recipe)."""
+
+    def add(request, **_kwargs):
+        for name, value in headers.items():
+            if name in request.headers:
+                del request.headers[name]
+            request.headers[name] = value
+
+    event = f"before-sign.s3.{operation}"
+    client.meta.events.register(event, add)
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, add)
 
 
 def keys_of(s3, bucket):
@@ -105,11 +126,37 @@ def empty_continuation_token(s3):
              error_of(s3.list_objects_v2, Bucket=b, ContinuationToken="!!"))
 
 
+def snapshot_names(s3):
+    step("snapshot names: past 255 bytes or with ';' refused, 255 bytes kept")
+    b = "edges-snapshots"
+    with tigris_headers(s3, "CreateBucket", {"X-Tigris-Enable-Snapshot": "true"}):
+        s3.create_bucket(Bucket=b)
+
+    def take(name):
+        with tigris_headers(s3, "CreateBucket", {"X-Tigris-Snapshot": f"true; name={name}"}):
+            return s3.create_bucket(Bucket=b)
+
+    def names():
+        with tigris_headers(s3, "ListBuckets", {"X-Tigris-Snapshot": b}):
+            listed = s3.list_buckets()["Buckets"]
+        return [entry["Name"].split("; name=", 1)[1] for entry in listed
+                if "; name=" in entry["Name"]]
+
+    longest = "n" * 255
+    check_eq("status of a 255-byte name", 200,
+             take(longest)["ResponseMetadata"]["HTTPStatusCode"])
+    for what, name in (("a 256-byte name", "n" * 256),
+                       ("a name with ';'", "one;two")):
+        check_eq(f"snapshot with {what}", (400, "InvalidArgument"), error_of(take, name=name))
+    check_eq("names stored", [longest], names())
+
+
 def main():
     with TforkServer() as srv:
         s3 = make_client(srv)
         delete_objects_with_versions(s3)
         empty_continuation_token(s3)
+        snapshot_names(s3)
 
 
 if __name__ == "__main__":
