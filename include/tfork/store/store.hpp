@@ -12,7 +12,9 @@
 // * Seqs are assigned under the writer lock as max(now_ns, last_seq + 1) and persisted, so
 //   they never repeat or go backwards, across restarts too.
 // * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
-//   that names them. A blob of at most k_max_db_blob bytes is kept in the metadata database,
+//   that names them, once per write: a write that fails (a condition, a missing bucket, a
+//   full disk) unlinks the blob files it was given that no row names, so a retry writes its
+//   blob again. A blob of at most k_max_db_blob bytes is kept in the metadata database,
 //   in the transaction of the row that first names it: no file, no fsync, and never a row
 //   without its bytes. An object of one such blob owns its bytes (no reference count, no
 //   sharing: a copy copies at most k_max_db_blob bytes); parts of multipart objects and
