@@ -202,6 +202,9 @@ class SqliteStore final : public Store {
   void run_queued(QueuedWrite& item);
   void run_committer();
   void run_batch(const std::vector<QueuedWrite*>& batch);
+  // Unlinks the blob files of `hashes` that no row names (writer lock held, after the
+  // transaction ended) unless a write in flight pinned them.
+  void unlink_unnamed(const std::vector<std::string>& hashes);
   // Runs `body(sqlite::Db&) -> Result<T>` in one read transaction on a pooled connection.
   template <class F>
   auto read(F&& body) -> decltype(body(std::declval<sqlite::Db&>()));
