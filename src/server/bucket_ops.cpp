@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bucket, snapshot and fork operations (tigris-wire §2, server-design §6.3).
 #include "tfork/core/ascii.hpp"
+#include "tfork/rules/snapshot_name.hpp"
 #include "tfork/server/operations.hpp"
 #include "tfork/server/time_format.hpp"
 #include "tfork/server/xml_render.hpp"
@@ -197,6 +198,10 @@ std::optional<std::string> snapshot_name(std::string_view value) {
   }
   value.remove_prefix(5);
   if (value.empty()) return std::nullopt;
+  // Stored, then answered in every listing: a name the documented rule refuses is not kept.
+  if (const auto problem = rules::snapshot_name_wire_problem(value)) {
+    fail(Err::invalid_argument, "The snapshot name " + *problem + ".");
+  }
   return std::string(value);
 }
 

@@ -32,6 +32,8 @@ Err from_store(store::StoreErrc code) {
       return Err::invalid_part_order;
     case store::StoreErrc::no_such_access_key:
       return Err::no_such_entity;
+    case store::StoreErrc::precondition_failed:
+      return Err::precondition_failed;
     case store::StoreErrc::invalid_argument:
       return Err::invalid_argument;
     case store::StoreErrc::no_space:

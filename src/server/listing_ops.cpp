@@ -89,11 +89,15 @@ Response list_objects(Context& context, int version) {
       query.after = *value;
     }
     if (const auto* token = param("continuation-token")) {
-      const auto decoded = decode_list_token(*token);
-      if (!decoded) fail(Err::invalid_token);
+      // An empty token is echoed and lists from the start, as if absent (Ceph's s3-tests,
+      // test_bucket_listv2_continuationtoken_empty).
       result.continuation_token = *token;
-      query.after = decoded->last;
-      query.after_is_prefix = decoded->is_prefix;
+      if (!token->empty()) {
+        const auto decoded = decode_list_token(*token);
+        if (!decoded) fail(Err::invalid_token);
+        query.after = decoded->last;
+        query.after_is_prefix = decoded->is_prefix;
+      }
     }
   } else if (const auto* marker = param("marker")) {
     result.marker = *marker;

@@ -234,7 +234,8 @@ Response complete_multipart_upload(Context& context) {
   const auto& bucket = context.target.bucket;
   require(context, bucket, Access::write);
   const auto upload = upload_of(context);
-  check_write_conditions(context);
+  auto conditions = write_conditions(context);
+  check_write_conditions(context, conditions);
   const auto algorithm = upload_algorithm(upload);
 
   pugi::xml_document document;
@@ -286,8 +287,9 @@ Response complete_multipart_upload(Context& context) {
     checksums = store::Metadata{
         {algorithm, checksum_of(algorithm, part_digests) + "-" + std::to_string(parts.size())}};
   }
-  const auto info = check(context.store.complete_upload(upload.upload_id, parts, checksums), bucket,
-                          context.target.key);
+  const auto info = check(
+      context.store.complete_upload(upload.upload_id, parts, checksums, std::move(conditions)),
+      bucket, context.target.key);
   pugi::xml_document out;
   auto result = s3_root(out, "CompleteMultipartUploadResult");
   const auto host = context.request.header_or("host", "127.0.0.1");

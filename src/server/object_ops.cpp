@@ -66,14 +66,30 @@ std::optional<Response> evaluate_conditions(const Context& context, const store:
   return response;
 }
 
-// versionId: the store resolves "newest at or before" a seq, so a version id (its seq) that
+// A version id as sent (nullptr: none): "null" (S3's id of an unversioned object) and empty
+// are none; else a seq. The store resolves "newest at or before" a seq, so a version id that
 // resolves to a different version does not exist.
-std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
-  const auto* text = context.target.get(name);
+std::optional<store::Seq> parse_version_id(const std::string* text) {
   if (!text || text->empty() || *text == "null") return std::nullopt;
   const auto seq = parse_seq(*text);
   if (!seq) fail(Err::invalid_argument, "Invalid version id specified");
   return seq;
+}
+
+std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
+  return parse_version_id(context.target.get(name));
+}
+
+// DeleteObject's one road, taken by DeleteObject and by each key of DeleteObjects: `version`
+// is the versionId as sent (nullptr when none). Throws the key's S3 error.
+void delete_one(const Context& context, const std::string& key, const std::string* version) {
+  const auto& bucket = context.target.bucket;
+  if (key.size() > k_max_key_bytes) fail(Err::key_too_long);
+  if (parse_version_id(version)) {
+    // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
+    fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
+  }
+  check(context.store.delete_object(bucket, key), bucket, key);
 }
 
 // ?partNumber= of GetObject and HeadObject: 1..10000.
@@ -316,22 +332,34 @@ StoredBody store_body(Context& context) {
           crypto::to_hex(crypto::md5(context.body.data))};
 }
 
-void check_write_conditions(const Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  if (const auto* if_none_match = context.header("if-none-match");
-      if_none_match && unquote(*if_none_match) == "*") {
-    if (context.store.get_object(bucket, key)) fail(Err::precondition_failed);
+store::WriteConditions write_conditions(const Context& context) {
+  store::WriteConditions conditions;
+  if (const auto* if_none_match = context.header("if-none-match")) {
+    conditions.if_none_match_any = unquote(*if_none_match) == "*";
   }
   if (const auto* if_match = context.header("if-match")) {
-    const auto current = context.store.get_object(bucket, key);
-    if (!current) {
-      S3Error error = make_error(Err::no_such_key);
-      error.key = key;
-      fail(std::move(error));
+    auto& etags = conditions.if_match.emplace();
+    for (std::string_view list = *if_match; !list.empty();) {
+      const auto comma = list.find(',');
+      etags.emplace_back(unquote(list.substr(0, comma)));
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     }
-    if (!etag_matches(*if_match, current->etag)) fail(Err::precondition_failed);
   }
+  return conditions;
+}
+
+void check_write_conditions(const Context& context, const store::WriteConditions& conditions) {
+  if (conditions.empty()) return;
+  const auto& bucket = context.target.bucket;
+  const auto& key = context.target.key;
+  auto current = context.store.get_object(bucket, key);
+  std::optional<std::string_view> etag;
+  if (current) {
+    etag = current->etag;
+  } else if (current.error().code != store::StoreErrc::no_such_key) {
+    check(std::move(current), bucket, key);  // a missing bucket, a failed read
+  }
+  check(store::check_conditions(conditions, etag), bucket, key);
 }
 
 namespace {
@@ -356,10 +384,9 @@ Response put_object(Context& context) {
   // missing bucket leaves no orphan blob (and conditions below are judged in a bucket that
   // exists). A small body becomes a blob only in its row's transaction, which finds a missing
   // bucket itself: no read transaction of its own for the common small PUT.
-  if (context.body.file || context.header("if-match") || context.header("if-none-match")) {
-    check(context.store.head_bucket(bucket), bucket);
-  }
-  check_write_conditions(context);
+  auto conditions = write_conditions(context);
+  if (context.body.file || !conditions.empty()) check(context.store.head_bucket(bucket), bucket);
+  check_write_conditions(context, conditions);
   store::NewObject object;
   object.content_type = content_type_of(context.request);
   object.user_meta = user_metadata(context.request);
@@ -373,10 +400,13 @@ Response put_object(Context& context) {
         bucket, key, std::move(object),
         [later = context.later, bucket, key](store::Result<store::ObjectInfo> written) {
           later->finish([&] { return put_response(check(std::move(written), bucket, key)); });
-        });
+        },
+        std::move(conditions));
     return {};
   }
-  return put_response(check(context.store.put_object(bucket, key, std::move(object)), bucket, key));
+  return put_response(
+      check(context.store.put_object(bucket, key, std::move(object), std::move(conditions)), bucket,
+            key));
 }
 
 Response get_object(Context& context) {
@@ -493,13 +523,8 @@ Response get_object_tagging(Context& context) {
 }
 
 Response delete_object(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::write);
-  if (version_id(context)) {
-    // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
-    fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
-  }
-  check(context.store.delete_object(bucket, context.target.key), bucket, context.target.key);
+  require(context, context.target.bucket, Access::write);
+  delete_one(context, context.target.key, context.target.get("versionId"));
   Response response;
   response.status = 204;
   return response;
@@ -519,13 +544,15 @@ Response delete_objects(Context& context) {
   const bool quiet = std::string_view(root.child_value("Quiet")) == "true";
   struct Item {
     std::string key;
-    bool has_version;
+    std::optional<std::string> version;  // <VersionId>, as sent
   };
   std::vector<Item> items;
   for (const auto object : root.children("Object")) {
     const auto key = object.child("Key");
     if (!key) fail(Err::malformed_xml);
-    items.push_back(Item{key.text().get(), static_cast<bool>(object.child("VersionId"))});
+    Item item{key.text().get(), std::nullopt};
+    if (const auto version = object.child("VersionId")) item.version = version.text().get();
+    items.push_back(std::move(item));
   }
   if (items.empty() || items.size() > 1000) fail(Err::malformed_xml);
   check(context.store.head_bucket(bucket), bucket);
@@ -536,21 +563,24 @@ Response delete_objects(Context& context) {
     std::optional<S3Error> error;
     if (!can_write) {
       error = make_error(Err::access_denied);
-    } else if (item.key.size() > k_max_key_bytes) {
-      error = make_error(Err::key_too_long);
-    } else if (item.has_version) {
-      error = make_error(Err::not_implemented, "Deleting a specific version is not supported.");
-    } else if (auto deleted = context.store.delete_object(bucket, item.key); !deleted) {
-      error = store_error(deleted.error());
+    } else {
+      try {
+        delete_one(context, item.key, item.version ? &*item.version : nullptr);
+      } catch (const S3Exception& e) {
+        error = e.error();
+      }
     }
     if (error) {
       auto node = result.append_child("Error");
       add_text(node, "Key", item.key);
+      if (item.version) add_text(node, "VersionId", *item.version);
       add_text(node, "Code", error->code());
       add_text(node, "Message", error->text());
     } else if (!quiet) {
       // Missing keys are reported as deleted (server-design §5.6).
-      add_text(result.append_child("Deleted"), "Key", item.key);
+      auto node = result.append_child("Deleted");
+      add_text(node, "Key", item.key);
+      if (item.version) add_text(node, "VersionId", *item.version);
     }
   }
   return xml_response(200, to_string(out));
@@ -616,9 +646,15 @@ Response copy_object(Context& context) {
     metadata->content_type = content_type_of(context.request);
     metadata->user_meta = user_metadata(context.request);
   }
-  const auto info = check(
-      context.store.copy_object(source_bucket, source_key, at, bucket, key, std::move(metadata)),
-      source_bucket, source_key);
+  auto conditions = write_conditions(context);
+  check_write_conditions(context, conditions);
+  auto copied = context.store.copy_object(source_bucket, source_key, at, bucket, key,
+                                          std::move(metadata), std::move(conditions));
+  // The destination's conditions name the destination key; the rest, the source.
+  const bool on_destination =
+      !copied && copied.error().code == store::StoreErrc::precondition_failed;
+  const auto info = on_destination ? check(std::move(copied), bucket, key)
+                                   : check(std::move(copied), source_bucket, source_key);
   pugi::xml_document document;
   auto root = s3_root(document, "CopyObjectResult");
   add_text(root, "LastModified", iso8601_ms(info.seq));

@@ -174,12 +174,15 @@ void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
 
 Result<ObjectInfo> SqliteStore::complete_upload(
     std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts,
-    std::optional<Metadata> checksums) {
+    std::optional<Metadata> checksums, WriteConditions conditions) {
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);
     const auto bucket = find_bucket_by_id(ctx.db, upload->bucket_id);
     if (!bucket) return fail(StoreErrc::no_such_bucket, "the upload's bucket is gone");
+    if (auto held = check_current(ctx, *bucket, upload->key, conditions); !held) {
+      return std::unexpected(std::move(held.error()));
+    }
     if (parts.empty()) {
       return fail(StoreErrc::invalid_argument, "a multipart upload needs at least one part");
     }

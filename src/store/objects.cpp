@@ -2,6 +2,7 @@
 // Object reads through the fork chain (server-design.md §6.4) and the write path (§6.6).
 
 #include "sqlite_store.hpp"
+#include <algorithm>
 #include <stdexcept>
 
 namespace tfork::store {
@@ -332,10 +333,36 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
   return seq;
 }
 
+Result<void> check_conditions(const WriteConditions& conditions,
+                              std::optional<std::string_view> current_etag) {
+  if (conditions.if_none_match_any && current_etag) {
+    return fail(StoreErrc::precondition_failed, "If-None-Match: the key exists");
+  }
+  if (conditions.if_match) {
+    if (!current_etag) return fail(StoreErrc::no_such_key, "If-Match: no such key");
+    const auto& etags = *conditions.if_match;
+    if (std::ranges::none_of(
+            etags, [&](const std::string& etag) { return etag == "*" || etag == *current_etag; })) {
+      return fail(StoreErrc::precondition_failed,
+                  "If-Match: the ETag is " + std::string(*current_etag));
+    }
+  }
+  return {};
+}
+
+Result<void> SqliteStore::check_current(WriteCtx& ctx, const BucketRow& bucket,
+                                        std::string_view key, const WriteConditions& conditions) {
+  if (conditions.empty()) return {};
+  const auto found = resolve(ctx.db, chain(ctx.db, bucket.id, std::nullopt), key);
+  return check_conditions(conditions,
+                          found ? std::optional<std::string_view>(found->row.etag) : std::nullopt);
+}
+
 // The transaction body of put_object: the row of `object` (whose parts were written) in
-// `bucket`, pins released on commit.
+// `bucket` if `conditions` hold, pins released on commit.
 Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
-                                        std::string_view key, NewObject& object) {
+                                        std::string_view key, NewObject& object,
+                                        const WriteConditions& conditions) {
   for (const auto& part : object.parts)
     release_on_commit(ctx, part);
   const auto row = find_bucket(ctx.db, bucket);
@@ -345,21 +372,26 @@ Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
       return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
     }
   }
+  if (auto held = check_current(ctx, *row, key, conditions); !held) {
+    return std::unexpected(std::move(held.error()));
+  }
   const auto seq = insert_version(ctx, *row, key, &object);
   return written(key, seq, total_size(object.parts), object);
 }
 
 Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_view key,
-                                           NewObject object) {
+                                           NewObject object, WriteConditions conditions) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
-  return write([&](WriteCtx& ctx) { return put_row(ctx, bucket, key, object); });
+  return write([&](WriteCtx& ctx) { return put_row(ctx, bucket, key, object, conditions); });
 }
 
 void SqliteStore::put_object_async(std::string bucket, std::string key, NewObject object,
-                                   std::function<void(Result<ObjectInfo>)> done) {
+                                   std::function<void(Result<ObjectInfo>)> done,
+                                   WriteConditions conditions) {
   if (!valid_key(key)) return done(fail(StoreErrc::invalid_argument, "invalid object key"));
-  write_async([this, bucket = std::move(bucket), key = std::move(key), object = std::move(object)](
-                  WriteCtx& ctx) mutable { return put_row(ctx, bucket, key, object); },
+  write_async([this, bucket = std::move(bucket), key = std::move(key), object = std::move(object),
+               conditions = std::move(conditions)](
+                  WriteCtx& ctx) mutable { return put_row(ctx, bucket, key, object, conditions); },
               std::move(done));
 }
 
@@ -386,7 +418,8 @@ Result<std::optional<Seq>> SqliteStore::delete_object_version(std::string_view b
 Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::string_view src_key,
                                             std::optional<Seq> src_at, std::string_view dst_bucket,
                                             std::string_view dst_key,
-                                            std::optional<NewObject> replace) {
+                                            std::optional<NewObject> replace,
+                                            WriteConditions conditions) {
   if (!valid_key(dst_key)) return fail(StoreErrc::invalid_argument, "invalid object key");
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto src = find_bucket(ctx.db, src_bucket);
@@ -395,6 +428,9 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
     if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(src_key));
     const auto dst = find_bucket(ctx.db, dst_bucket);
     if (!dst) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(dst_bucket));
+    if (auto held = check_current(ctx, *dst, dst_key, conditions); !held) {
+      return std::unexpected(std::move(held.error()));
+    }
 
     // §6.6 CopyObject: O(1) in the object's size; the new version names the same blobs.
     const ObjectInfo source = object_info(ctx.db, found->bucket_id, src_key, found->row);

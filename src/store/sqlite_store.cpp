@@ -496,19 +496,25 @@ void SqliteStore::run_batch(const std::vector<QueuedWrite*>& batch) {
   if (undone) forget_all_chains();
   for (std::size_t i = 0; i < contexts.size(); ++i) {
     auto& ctx = contexts[i];
-    if (kept[i] && !ctx.freed.empty()) {
-      // Still under the writer lock: a hash freed and re-referenced in the same transaction
-      // has a row again and must stay (§6.7: unlink only what no row names).
-      std::vector<std::string> unlink;
-      for (auto& hash : ctx.freed) {
-        auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
-        if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(std::move(hash));
-      }
-      blobs_.remove_unreferenced(unlink);
-    }
+    // Still under the writer lock: a hash freed and re-referenced in the same transaction
+    // has a row again and must stay (§6.7: unlink only what no row names).
+    if (kept[i] && !ctx.freed.empty()) unlink_unnamed(ctx.freed);
     for (const auto& hash : ctx.consumed_pins)
       blobs_.release(hash);
+    // An undone write (a failed condition, a missing bucket, a failed COMMIT): the files
+    // written for it that no row names are unlinked now, not at the next start. One that a
+    // write still in flight pinned is kept (remove_unreferenced skips it).
+    if (!kept[i] && !ctx.consumed_pins.empty()) unlink_unnamed(ctx.consumed_pins);
   }
+}
+
+void SqliteStore::unlink_unnamed(const std::vector<std::string>& hashes) {
+  std::vector<std::string> unlink;
+  for (const auto& hash : hashes) {
+    auto q = writer_->query("SELECT 1 FROM blobs WHERE hash=?1");
+    if (!q->bind(1, std::string_view(hash)).step()) unlink.push_back(hash);
+  }
+  blobs_.remove_unreferenced(unlink);
 }
 
 Seq SqliteStore::now_ns() {

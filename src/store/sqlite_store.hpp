@@ -83,7 +83,8 @@ struct Found {
 };
 
 // State of one write transaction: blobs whose last reference it dropped, unlinked after
-// COMMIT (§6.7), and blobs whose write-pin it consumes.
+// COMMIT (§6.7), and blobs whose write-pin it consumes (the files written for it: when its
+// changes are undone, those no row names are unlinked, so a refused write leaves no file).
 struct WriteCtx {
   sqlite::Db& db;
   std::vector<std::string> freed;
@@ -138,10 +139,11 @@ class SqliteStore final : public Store {
   Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                              std::string_view sha256_hex) override;
 
-  Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
-                                NewObject object) override;
+  Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key, NewObject object,
+                                WriteConditions conditions = {}) override;
   void put_object_async(std::string bucket, std::string key, NewObject object,
-                        std::function<void(Result<ObjectInfo>)> done) override;
+                        std::function<void(Result<ObjectInfo>)> done,
+                        WriteConditions conditions = {}) override;
   Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
                                 std::optional<Seq> at) override;
   Result<void> delete_object(std::string_view bucket, std::string_view key) override;
@@ -151,8 +153,8 @@ class SqliteStore final : public Store {
   Result<BucketStats> bucket_stats(std::string_view bucket) override;
   Result<ObjectInfo> copy_object(std::string_view src_bucket, std::string_view src_key,
                                  std::optional<Seq> src_at, std::string_view dst_bucket,
-                                 std::string_view dst_key,
-                                 std::optional<NewObject> replace) override;
+                                 std::string_view dst_key, std::optional<NewObject> replace,
+                                 WriteConditions conditions = {}) override;
 
   Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
                                    NewObject meta) override;
@@ -161,7 +163,8 @@ class SqliteStore final : public Store {
   Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) override;
   Result<ObjectInfo> complete_upload(std::string_view upload_id,
                                      const std::vector<std::pair<int, std::string>>& parts,
-                                     std::optional<Metadata> checksums = std::nullopt) override;
+                                     std::optional<Metadata> checksums = std::nullopt,
+                                     WriteConditions conditions = {}) override;
   Result<std::vector<UploadInfo>> list_uploads(std::string_view bucket,
                                                std::string_view prefix) override;
   Result<void> abort_upload(std::string_view upload_id) override;
@@ -199,6 +202,9 @@ class SqliteStore final : public Store {
   void run_queued(QueuedWrite& item);
   void run_committer();
   void run_batch(const std::vector<QueuedWrite*>& batch);
+  // Unlinks the blob files of `hashes` that no row names (writer lock held, after the
+  // transaction ended) unless a write in flight pinned them.
+  void unlink_unnamed(const std::vector<std::string>& hashes);
   // Runs `body(sqlite::Db&) -> Result<T>` in one read transaction on a pooled connection.
   template <class F>
   auto read(F&& body) -> decltype(body(std::declval<sqlite::Db&>()));
@@ -241,7 +247,11 @@ class SqliteStore final : public Store {
   static std::vector<BlobRef> version_parts(sqlite::Db& db, std::int64_t bucket_id,
                                             std::string_view key, Seq seq);
   Result<ObjectInfo> put_row(WriteCtx& ctx, std::string_view bucket, std::string_view key,
-                             NewObject& object);
+                             NewObject& object, const WriteConditions& conditions);
+  // check_conditions against the version of `key` visible in `bucket` now, in the write's
+  // transaction (after every write committed or batched before it).
+  Result<void> check_current(WriteCtx& ctx, const BucketRow& bucket, std::string_view key,
+                             const WriteConditions& conditions);
   // Inserts a version (object when `object` is set, else a tombstone) in `bucket` and, in a
   // regular root bucket, prunes the previous version unless a root pins it (§6.6 step 5,
   // §6.7). Returns the new seq, or nullopt when a delete left nothing to shadow.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tfork/tigris/buckets.hpp"
 
+#include "tfork/rules/snapshot_name.hpp"
 #include "tfork/tigris/paging.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,10 +22,8 @@ std::string header_text(const http::Response& response, std::string_view name) {
 
 std::optional<std::string> snapshot_name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
-  if (name.size() > 255) return "must be at most 255 characters";
+  if (auto problem = rules::snapshot_name_wire_problem(name)) return problem;
   for (char c : name) {
-    if (c == '\r' || c == '\n') return "must not contain a line break";
-    if (c == ';') return "must not contain ';' (it separates fields in the header)";
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f)
       return "must not contain control characters";
     // It goes raw into a header value (tigris-wire.md §2.3: "send raw printable ASCII").

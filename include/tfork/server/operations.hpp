@@ -107,9 +107,15 @@ Response delete_objects(Context& context);
 Response copy_object(Context& context);
 Response get_object_attributes(Context& context);  // GET /<b>/<k>?attributes
 
-// Conditional writes of PutObject and CompleteMultipartUpload: If-None-Match: * (create
-// only) and If-Match: <etag> (replace only that version); 412 PreconditionFailed otherwise.
-void check_write_conditions(const Context& context);
+// Conditional writes of PutObject, CompleteMultipartUpload and CopyObject: If-None-Match: *
+// (create only) and If-Match: <etag> (replace only that version), as the store write carries
+// them: the store evaluates them in the write's own transaction (412 PreconditionFailed, 404
+// NoSuchKey for If-Match on a missing key), so two racing writers cannot both pass.
+store::WriteConditions write_conditions(const Context& context);
+// The same rule against the key's current version, read before the write: refuses early, so
+// a write that already cannot pass stores no body. The write's own check is the one that
+// counts.
+void check_write_conditions(const Context& context, const store::WriteConditions& conditions);
 
 // x-amz-copy-source of CopyObject and UploadPartCopy.
 struct CopySource {

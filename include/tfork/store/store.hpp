@@ -12,7 +12,9 @@
 // * Seqs are assigned under the writer lock as max(now_ns, last_seq + 1) and persisted, so
 //   they never repeat or go backwards, across restarts too.
 // * Blobs: call write_blob (or adopt_blob for a file streamed into tmp_dir()) before the row
-//   that names them. A blob of at most k_max_db_blob bytes is kept in the metadata database,
+//   that names them, once per write: a write that fails (a condition, a missing bucket, a
+//   full disk) unlinks the blob files it was given that no row names, so a retry writes its
+//   blob again. A blob of at most k_max_db_blob bytes is kept in the metadata database,
 //   in the transaction of the row that first names it: no file, no fsync, and never a row
 //   without its bytes. An object of one such blob owns its bytes (no reference count, no
 //   sharing: a copy copies at most k_max_db_blob bytes); parts of multipart objects and
@@ -67,6 +69,7 @@ enum class StoreErrc {
   invalid_part,
   invalid_part_order,
   no_such_access_key,
+  precondition_failed,  // a write's WriteConditions did not hold: nothing was written
   invalid_argument,
   no_space,  // the disk (or the quota) is full: nothing was written
   io,        // other disk or database failure
@@ -141,6 +144,25 @@ struct NewObject {
   Metadata checksums;
   std::vector<BlobRef> parts;
 };
+
+// The conditions of a conditional write (S3's If-None-Match: * and If-Match on PutObject,
+// CompleteMultipartUpload and CopyObject). The write evaluates them against the key's current
+// version inside its own transaction, so of two racing writers only one can pass (style.md,
+// "One road per request"); a write whose conditions fail leaves nothing behind.
+struct WriteConditions {
+  bool if_none_match_any = false;  // the key must not exist
+  // Set: the key must exist with one of these ETags (unquoted; "*" matches any).
+  std::optional<std::vector<std::string>> if_match;
+
+  bool empty() const { return !if_none_match_any && !if_match; }
+};
+
+// The one rule of WriteConditions, given the current version's ETag (nullopt: no such key):
+// precondition_failed when If-None-Match finds the key or If-Match another ETag, no_such_key
+// when If-Match finds no key (S3 answers 404 there). The store applies it inside the write;
+// a caller may apply it to a read first, to refuse early, but only the write's check counts.
+Result<void> check_conditions(const WriteConditions& conditions,
+                              std::optional<std::string_view> current_etag);
 
 struct ListQuery {
   std::string prefix;
@@ -250,24 +272,26 @@ class Store {
   virtual Result<std::optional<std::string>> db_blob_bytes(const BlobRef& blob) = 0;
 
   // ---- objects
+  // `conditions` are evaluated in the write's transaction (precondition_failed, no_such_key).
   virtual Result<ObjectInfo> put_object(std::string_view bucket, std::string_view key,
-                                        NewObject object) = 0;
+                                        NewObject object, WriteConditions conditions = {}) = 0;
   // put_object without waiting: the write joins the next group commit and `done` gets its
   // result on the store's committer thread (or at once, on the caller's, for an invalid key).
   // `done` must be quick and must not call the store: it runs between two batches of writes.
   virtual void put_object_async(std::string bucket, std::string key, NewObject object,
-                                std::function<void(Result<ObjectInfo>)> done) = 0;
+                                std::function<void(Result<ObjectInfo>)> done,
+                                WriteConditions conditions = {}) = 0;
   virtual Result<ObjectInfo> get_object(std::string_view bucket, std::string_view key,
                                         std::optional<Seq> at = std::nullopt) = 0;
   // Inserts a tombstone when the key is visible; a no-op otherwise (S3 answers 204 either way).
   virtual Result<void> delete_object(std::string_view bucket, std::string_view key) = 0;
   virtual Result<ListPage> list_objects(std::string_view bucket, const ListQuery& query) = 0;
   // O(1): the new version refers to the source's blobs. `replace` set: use its metadata
-  // (etag and parts are taken from the source).
+  // (etag and parts are taken from the source). `conditions` are on the destination key.
   virtual Result<ObjectInfo> copy_object(std::string_view src_bucket, std::string_view src_key,
                                          std::optional<Seq> src_at, std::string_view dst_bucket,
-                                         std::string_view dst_key,
-                                         std::optional<NewObject> replace) = 0;
+                                         std::string_view dst_key, std::optional<NewObject> replace,
+                                         WriteConditions conditions = {}) = 0;
 
   // ---- multipart
   virtual Result<UploadInfo> create_upload(std::string_view bucket, std::string_view key,
@@ -278,9 +302,11 @@ class Store {
   virtual Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) = 0;
   // parts: (part number, etag) as the client sent them, ascending. `checksums`, when set,
   // are the object's (the caller computes a composite checksum); else the upload's are kept.
+  // When `conditions` fail, the upload stays as it was.
   virtual Result<ObjectInfo> complete_upload(std::string_view upload_id,
                                              const std::vector<std::pair<int, std::string>>& parts,
-                                             std::optional<Metadata> checksums = std::nullopt) = 0;
+                                             std::optional<Metadata> checksums = std::nullopt,
+                                             WriteConditions conditions = {}) = 0;
   virtual Result<void> abort_upload(std::string_view upload_id) = 0;
   virtual Result<UploadInfo> get_upload(std::string_view upload_id) = 0;
 

@@ -84,6 +84,30 @@ TEST_CASE("snapshots: take, list newest first with pagination, delete", "[server
   CHECK(server.put("/missing-bucket", "", {{"X-Tigris-Snapshot", "true"}}).status == 404);
 }
 
+// tigris-wire §2.3: the documented rule (no CR, LF or ';'; at most 255 bytes), which the
+// client checks too (tfork/rules/snapshot_name.hpp). Line breaks cannot cross a real socket in
+// a header value; the handler refuses them all the same.
+TEST_CASE("snapshot names the documented rule refuses are not stored", "[server][buckets]") {
+  Server server;
+  REQUIRE(server.put("/snap-bucket", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+  for (const auto* name : {"a\nb", "a\rb", "a;b"}) {
+    const auto refused =
+        server.put("/snap-bucket", "", {{"X-Tigris-Snapshot", std::string("true; name=") + name}});
+    CHECK(refused.status == 400);
+    CHECK(xml_value(refused.body, "Code") == "InvalidArgument");
+  }
+  CHECK(
+      server.put("/snap-bucket", "", {{"X-Tigris-Snapshot", "true; name=" + std::string(256, 'n')}})
+          .status == 400);
+  CHECK(
+      server.put("/snap-bucket", "", {{"X-Tigris-Snapshot", "true; name=" + std::string(255, 'n')}})
+          .status == 200);
+  const auto listed = server.get("/", {{"X-Tigris-Snapshot", "snap-bucket"}});
+  CHECK(contains(listed.body, "; name=" + std::string(255, 'n') + "</Name>"));
+  CHECK_FALSE(contains(listed.body, std::string(256, 'n')));
+  CHECK_FALSE(contains(listed.body, "; name=a"));
+}
+
 TEST_CASE("forks: create, head, isolation, listing, delete order", "[server][buckets]") {
   Server server;
   REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
