@@ -129,6 +129,8 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
   const auto options = to_serve_options(cli, env);
   cli::CommandResult result;
   if (cli.verify) {
+    // No server to stop cleanly: Ctrl-C is a client command's (interrupted(), then the default).
+    cli::install_interrupt_handler();
     // A scrub, no server: one line per bad blob, then the counts (stdout); exit 1 if any.
     result.error = modules::serve().verify_store(options, [](const std::string& line) {
       std::printf("%s\n", line.c_str());
@@ -201,6 +203,8 @@ void register_serve(CLI::App& root, cli::Context& context) {
   command->add_flag("--verify", cli->verify,
                     "Start no server: check every blob in --data against its SHA-256, print each "
                     "corrupt or missing one and the counts; exit 1 if any");
+  // SIGINT and SIGTERM stay blocked from main() on: the server takes them with sigwait.
+  command->parse_complete_callback([&context] { context.takes_signals = true; });
   cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
 
