@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 namespace tfork::commands {
 namespace {
@@ -21,7 +22,7 @@ struct ServeCliOptions {
   std::string data;
   std::string listen = "127.0.0.1:9000";
   std::string root_access_key;
-  std::string root_secret_key;
+  std::optional<std::string> root_secret_key;  // refused: only to say so
   std::string root_secret_key_file;
   int latency_ms = 0;
   double fail_rate = 0.0;
@@ -81,16 +82,14 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   server::ServeOptions options;
   options.data_dir = cli.data.empty() ? default_data_dir(env) : std::filesystem::path(cli.data);
   parse_listen(cli.listen, options);
-  std::string secret = cli.root_secret_key;
-  if (!cli.root_secret_key_file.empty()) {
-    if (!secret.empty()) usage_error("give --root-secret-key-file or --root-secret-key, not both");
-    secret = read_secret_file(cli.root_secret_key_file);
-  } else if (!secret.empty()) {
-    spdlog::warn(
-        "--root-secret-key is deprecated: a secret on the command line is visible to every "
-        "user in ps and lands in shell history; use --root-secret-key-file or "
+  if (cli.root_secret_key) {
+    // A secret on the command line is visible to every user in ps and lands in shell history.
+    usage_error(
+        "--root-secret-key is refused (visible in ps): use --root-secret-key-file FILE or "
         "TFORK_ROOT_SECRET_KEY");
   }
+  std::string secret;
+  if (!cli.root_secret_key_file.empty()) secret = read_secret_file(cli.root_secret_key_file);
   if (cli.root_access_key.empty() != secret.empty()) {
     usage_error("--root-access-key and --root-secret-key-file must be given together");
   }
@@ -169,8 +168,8 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "File whose first line is the root secret key (else "
                    "TFORK_ROOT_SECRET_KEY, else generated once)")
       ->type_name("FILE");
-  command->add_option("--root-secret-key", cli->root_secret_key,
-                      "Deprecated (visible in ps): use --root-secret-key-file");
+  // Kept only to refuse it with a message that names the two safe ways (hidden from --help).
+  command->add_option("--root-secret-key", cli->root_secret_key)->group("");
   command->add_option("--latency", cli->latency_ms, "Delay every response by MS milliseconds")
       ->type_name("MS");
   command
