@@ -27,7 +27,7 @@ _tfork_options() {
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
+    'serve') echo '--data --listen --allow-remote --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;

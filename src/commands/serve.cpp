@@ -8,12 +8,25 @@
 #include "tfork/server/serve.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
+#include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace tfork::commands {
 namespace {
@@ -32,6 +45,7 @@ struct ServeCliOptions {
   int max_connections = 4096;
   int head_timeout_seconds = 30;
   bool verify = false;
+  bool allow_remote = false;
 };
 
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
@@ -54,7 +68,7 @@ std::string read_secret_file(const std::string& path) {
   return secret;
 }
 
-// HOST:PORT, with [v6]:PORT for IPv6 literals.
+// HOST:PORT, with [v6]:PORT for IPv6 literals; localhost is 127.0.0.1.
 void parse_listen(const std::string& text, server::ServeOptions& options) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
@@ -63,6 +77,7 @@ void parse_listen(const std::string& text, server::ServeOptions& options) {
   std::string host = text.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
+  if (host == "localhost") host = "127.0.0.1";
   const auto port_text = text.substr(colon + 1);
   int port = -1;
   try {
@@ -78,10 +93,41 @@ void parse_listen(const std::string& text, server::ServeOptions& options) {
   options.port = port;
 }
 
+// Whether HOST, an IPv4 or IPv6 address, is reachable from this machine only: 127.0.0.0/8,
+// ::1, or 127.x.y.z mapped into IPv6.
+bool is_loopback(const std::string& host) {
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) != 1)
+    usage_error("--listen HOST must be an IP address or localhost (got \"" + host + "\")");
+  const std::span<const std::uint8_t, 16> bytes(v6.s6_addr);
+  const auto zeros = [&](std::size_t from, std::size_t to) {
+    return std::all_of(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                       bytes.begin() + static_cast<std::ptrdiff_t>(to),
+                       [](std::uint8_t b) { return b == 0; });
+  };
+  if (zeros(0, 15) && bytes[15] == 1) return true;  // ::1
+  return zeros(0, 10) && bytes[10] == 0xff && bytes[11] == 0xff &&
+         bytes[12] == 127;  // ::ffff:127.x
+}
+
 server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Environment& env) {
   server::ServeOptions options;
   options.data_dir = cli.data.empty() ? default_data_dir(env) : std::filesystem::path(cli.data);
   parse_listen(cli.listen, options);
+  if (!is_loopback(options.host)) {
+    // The store answers anyone who reaches it, over plain HTTP (keys and data in clear).
+    if (!cli.allow_remote) {
+      usage_error("--listen " + cli.listen +
+                  " is not a loopback address: other machines could reach the store, over plain "
+                  "HTTP; pass --allow-remote to mean it");
+    }
+    spdlog::warn(
+        "--listen {}: not a loopback address; other machines can reach the store, over "
+        "plain HTTP",
+        cli.listen);
+  }
   if (cli.root_secret_key) {
     // A secret on the command line is visible to every user in ps and lands in shell history.
     usage_error(
@@ -124,6 +170,16 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   return options;
 }
 
+// What a client needs (cli.md §8).
+std::vector<std::pair<std::string, std::string>> client_variables(const std::string& endpoint,
+                                                                  const std::string& access_key,
+                                                                  const std::string& secret_key) {
+  return {{"AWS_ENDPOINT_URL", endpoint},
+          {"AWS_ACCESS_KEY_ID", access_key},
+          {"AWS_SECRET_ACCESS_KEY", secret_key},
+          {"AWS_REGION", "auto"}};
+}
+
 cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment& env) {
   const auto options = to_serve_options(cli, env);
   cli::CommandResult result;
@@ -139,14 +195,17 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
   }
   result.error = modules::serve().run_server(
       options, [&](int port, const std::string& access_key, const std::string& secret_key) {
-        // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
         const auto host =
             options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-        std::printf("export AWS_ENDPOINT_URL=http://%s:%d\n", host.c_str(), port);
-        std::printf("export AWS_ACCESS_KEY_ID=%s\n", access_key.c_str());
-        std::printf("export AWS_SECRET_ACCESS_KEY=%s\n", secret_key.c_str());
-        std::printf("export AWS_REGION=auto\n");
+        const auto endpoint = fmt::format("http://{}:{}", host, port);
+        std::string lines;
+        for (const auto& [name, value] : client_variables(endpoint, access_key, secret_key))
+          lines += fmt::format("export {}={}\n", name, value);
+        // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
+        std::fputs(lines.c_str(), stdout);
         std::fflush(stdout);
+        std::fprintf(stderr, "tfork serve: listening on %s\n", endpoint.c_str());
+        std::fflush(stderr);
       });
   return result;
 }
@@ -160,7 +219,11 @@ void register_serve(CLI::App& root, cli::Context& context) {
                       "Data directory (default $XDG_DATA_HOME/tfork/serve or "
                       "~/.local/share/tfork/serve)");
   command->add_option("--listen", cli->listen,
-                      "HOST:PORT to listen on; port 0 picks a free port (default 127.0.0.1:9000)");
+                      "HOST:PORT to listen on (an IP address or localhost; [::1]:PORT for IPv6); "
+                      "port 0 picks a free port (default 127.0.0.1:9000)");
+  command->add_flag("--allow-remote", cli->allow_remote,
+                    "Let --listen name an address other machines reach (not loopback): they "
+                    "reach the store over plain HTTP");
   command->add_option("--root-access-key", cli->root_access_key,
                       "Root access key id (else TFORK_ROOT_ACCESS_KEY, else generated once)");
   command

@@ -153,8 +153,8 @@ std::optional<Error> run_server(
         ErrorKind::network, "ListenFailed",
         fmt::format("cannot listen on {}:{}: {}", options.host, options.port, port.error()));
   }
-  spdlog::info("tfork serve: listening on {}:{}, data in {}, root key from {}", options.host, *port,
-               options.data_dir.string(), root.source);
+  // The listening line itself is the command's (on stderr whatever -v says).
+  spdlog::info("tfork serve: data in {}, root key from {}", options.data_dir.string(), root.source);
   on_ready(*port, root.access_key, root.secret_key);
   const int signal = signals.wait();
   spdlog::info("{}: finishing requests in flight, then exiting", signal_name(signal));
