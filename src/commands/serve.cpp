@@ -46,6 +46,7 @@ struct ServeCliOptions {
   int head_timeout_seconds = 30;
   bool verify = false;
   bool allow_remote = false;
+  std::string env_file;
 };
 
 // $XDG_DATA_HOME/tfork/serve, else ~/.local/share/tfork/serve.
@@ -170,14 +171,47 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   return options;
 }
 
-// What a client needs (cli.md §8).
+// What a client needs (cli.md §8, §15): the endpoint under the names the AWS tools, the Tigris
+// CLI and SDKs read, and the root key under both families' names. The first three and the
+// last stay where they always were: scripts read the first three, or wait for AWS_REGION.
 std::vector<std::pair<std::string, std::string>> client_variables(const std::string& endpoint,
                                                                   const std::string& access_key,
                                                                   const std::string& secret_key) {
   return {{"AWS_ENDPOINT_URL", endpoint},
           {"AWS_ACCESS_KEY_ID", access_key},
           {"AWS_SECRET_ACCESS_KEY", secret_key},
+          {"AWS_ENDPOINT_URL_S3", endpoint},
+          {"AWS_ENDPOINT_URL_IAM", endpoint},
+          {"TIGRIS_STORAGE_ENDPOINT", endpoint},
+          {"TIGRIS_STORAGE_ACCESS_KEY_ID", access_key},
+          {"TIGRIS_STORAGE_SECRET_ACCESS_KEY", secret_key},
           {"AWS_REGION", "auto"}};
+}
+
+// The env file holds the root secret: mode 0600 (mkstemp's), written whole to a temporary file
+// in the same directory and renamed into place, so a script waiting for PATH reads either no
+// file or all of it.
+void write_env_file(const std::filesystem::path& path, const std::string& text) {
+  std::string temp = (path.parent_path() / ("." + path.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0) {
+    throw TforkError(ErrorKind::other, "EnvFile",
+                     "cannot write --env-file " + path.string() + ": " + std::strerror(errno));
+  }
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const auto n = ::write(fd, text.data() + written, text.size() - written);
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  const int error = written == text.size() ? 0 : errno;
+  ::close(fd);
+  if (error != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const int saved = error != 0 ? error : errno;
+    ::unlink(temp.c_str());
+    throw TforkError(ErrorKind::other, "EnvFile",
+                     "cannot write --env-file " + path.string() + ": " + std::strerror(saved));
+  }
 }
 
 cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment& env) {
@@ -193,6 +227,15 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
     });
     return result;
   }
+  const std::filesystem::path env_file = cli.env_file;
+  std::error_code ignored;
+  if (!env_file.empty()) {
+    const auto dir = env_file.parent_path().empty() ? "." : env_file.parent_path();
+    if (!std::filesystem::is_directory(dir, ignored))
+      usage_error("--env-file " + cli.env_file + ": no directory " + dir.string());
+    // One a server left behind (killed) would pass for this one's before it listens.
+    std::filesystem::remove(env_file, ignored);
+  }
   result.error = modules::serve().run_server(
       options, [&](int port, const std::string& access_key, const std::string& secret_key) {
         const auto host =
@@ -204,9 +247,12 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
         // The lines a client needs, ready for eval (cli.md §8); stdout carries nothing else.
         std::fputs(lines.c_str(), stdout);
         std::fflush(stdout);
+        if (!env_file.empty()) write_env_file(env_file, lines);
         std::fprintf(stderr, "tfork serve: listening on %s\n", endpoint.c_str());
         std::fflush(stderr);
       });
+  // Stopped: the file no longer describes a server.
+  if (!env_file.empty()) std::filesystem::remove(env_file, ignored);
   return result;
 }
 
@@ -224,6 +270,11 @@ void register_serve(CLI::App& root, cli::Context& context) {
   command->add_flag("--allow-remote", cli->allow_remote,
                     "Let --listen name an address other machines reach (not loopback): they "
                     "reach the store over plain HTTP");
+  command
+      ->add_option("--env-file", cli->env_file,
+                   "Once listening, write the export lines (endpoint, root key) to FILE, "
+                   "mode 0600, atomically; removed when the server stops")
+      ->type_name("FILE");
   command->add_option("--root-access-key", cli->root_access_key,
                       "Root access key id (else TFORK_ROOT_ACCESS_KEY, else generated once)");
   command
