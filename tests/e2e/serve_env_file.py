@@ -9,7 +9,8 @@ server, there only once the server listens.
   TIGRIS_STORAGE_ACCESS_KEY_ID/TIGRIS_STORAGE_SECRET_ACCESS_KEY, and AWS_REGION=auto: the
   same lines serve prints on stdout.
 - The key works: requests signed by tfork from the AWS_* variables alone, and from the
-  TIGRIS_STORAGE_* ones alone, are answered.
+  TIGRIS_STORAGE_* ones alone, are answered, and the Tigris CLI given the whole file lists
+  this server's buckets (it reads AWS_ENDPOINT_URL_S3, never AWS_ENDPOINT_URL).
 - A server that cannot listen writes no file (and a stale one at PATH is gone); a stopped one
   removes its file.
 - The README's serve block, run as written (port 0, HOME in the test's directory), waits for
@@ -54,6 +55,10 @@ def parse_exports(text: str) -> dict[str, str]:
         name, _, value = line[len("export "):].partition("=")
         out[name] = shlex.split(value)[0] if value else ""
     return out
+
+
+def source_dir() -> str:
+    return os.environ.get("TFORK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def tfork(binary: str, home: str, variables: dict[str, str], *args: str) -> str:
@@ -139,6 +144,20 @@ def checks(binary: str, work: str) -> None:
         listed = tfork(binary, home, tigris_only, "bucket", "ls")
         check("env-file-check" in listed, f"bucket ls with TIGRIS_STORAGE_*: {listed!r}")
 
+        tigris_cli = os.path.join(source_dir(), "tests", "node", "node_modules", "@tigrisdata",
+                                  "cli", "dist", "cli.js")
+        node = shutil.which("node")
+        if node and os.path.isfile(tigris_cli):
+            step("the Tigris CLI, after `. tfork.env`, lists this server's buckets")
+            env = clean_env()
+            env.update(HOME=home, NODE_NO_WARNINGS="1", **variables)
+            listed = subprocess.run([node, tigris_cli, "ls"], env=env, stdin=subprocess.DEVNULL,
+                                    capture_output=True, text=True, timeout=180)
+            check_eq(f"tigris ls (stderr {listed.stderr[-800:]!r})", 0, listed.returncode)
+            check("env-file-check" in listed.stdout, f"tigris ls: {listed.stdout[-800:]!r}")
+        else:
+            step("no node or Tigris CLI in tests/node: its check is left out")
+
         step("stopped: exit 0, the file is gone")
         proc.send_signal(signal.SIGTERM)
         check_eq("exit after SIGTERM", 0, proc.wait(timeout=DEADLINE))
@@ -149,9 +168,7 @@ def checks(binary: str, work: str) -> None:
             proc.wait()
 
     step("the README's serve block, as written")
-    source = os.environ.get("TFORK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..",
-                                                                "..")
-    with open(os.path.join(source, "README.md")) as f:
+    with open(os.path.join(source_dir(), "README.md")) as f:
         readme = f.read()
     blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
     block = next((b for b in blocks if "tfork serve --data" in b), None)
