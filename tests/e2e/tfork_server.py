@@ -99,7 +99,8 @@ class TforkServer:
             env=child_env,
         )
         threading.Thread(target=self._drain, daemon=True).start()
-        wanted = {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+        # AWS_REGION is the last of the export lines: once it is read, they all are.
+        wanted = {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}
         deadline = time.monotonic() + self.start_timeout
         with self._lock:
             while not wanted <= self.env.keys():
