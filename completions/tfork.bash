@@ -18,7 +18,7 @@ _tfork_options() {
     'bucket ls') echo '--forks-of --tree' ;;
     'bucket rm') echo '--force' ;;
     'bucket set') echo '--snapshots' ;;
-    'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok' ;;
+    'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok --add' ;;
     'fork diff') echo '--prefix --stat' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
@@ -40,7 +40,7 @@ _tfork_value_options() {
     '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout --progress' ;;
     'bucket ls') echo '--forks-of' ;;
     'bucket set') echo '--snapshots' ;;
-    'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest' ;;
+    'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --add' ;;
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <iostream>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -218,6 +219,17 @@ std::vector<std::string> dry_run_details(const tigris::Operation& operation,
 }
 
 }  // namespace
+
+void Context::confirm(const std::string& question) const {
+  if (options.yes) return;
+  if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1)
+    throw TforkError(ErrorKind::usage, "UsageError",
+                     question + ": not on a terminal, so pass --yes to confirm");
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes"))
+    throw TforkError(ErrorKind::usage, "NotConfirmed", "not confirmed; nothing was changed");
+}
 
 CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {
   // Signing needs no secret to be shown, but it does need credentials to be resolvable

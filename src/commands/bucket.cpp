@@ -6,6 +6,7 @@
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
+#include "tfork/iam/access_keys.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/fork_ops.hpp"
@@ -13,12 +14,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <string>
 #include <vector>
@@ -123,32 +126,43 @@ void name_forks(tigris::Client& client, const std::string& bucket, Error& error)
 }  // namespace
 
 // The buckets are deleted in parallel, each with its own status, in input order (style.md
-// §6). With --force, a HeadBucket first makes sure no fork parent is ever force-deleted, even
-// by a server that would allow it (cli.md §2: force never overrides "has forks"): each bucket
-// is one item of the batch runner, HeadBucket → DeleteBucket.
+// §6), in three phases of the batch runner:
+// 1. "checks": HeadBucket of each, with the first page of ListAccessKeys in the same batch. A
+//    fork parent is never force-deleted, even by a server that would allow it (cli.md §2:
+//    force never overrides "has forks").
+// 2. "buckets": DeleteBucket of each bucket that is there. A fork is deleted only once every
+//    access key is listed: its keys go with it (issue 21 §2), and the grants they had are gone
+//    once the bucket is.
+// 3. "keys": every key whose roles were all on forks deleted in step 2 is revoked.
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
                            const workflow::BatchSettings& settings) {
   using output::Status;
   RemoveResult result;
-  std::vector<tigris::Operation> first;
+  workflow::BatchRunner runner(client, settings);
+  const std::size_t n = options.names.size();
+  std::vector<tigris::Operation> heads;
   for (const auto& name : options.names) {
     result.buckets.push_back({name, {Status::failed, {}}});
-    first.push_back(options.force ? tigris::head_bucket(name)
-                                  : tigris::delete_bucket(name, options.force));
+    heads.push_back(tigris::head_bucket(name));
   }
-  std::vector<bool> checked(options.names.size(), !options.force);
-  workflow::BatchRunner runner(client, settings);
-  auto phase = runner.phase("buckets", options.names.size());
-  const auto items =
-      runner.run(&phase, std::move(first), [&](std::size_t i, const http::Result& answer) {
-        auto& item = result.buckets[i];
-        if (!checked[i]) {
-          checked[i] = true;
+  heads.push_back(iam::list_access_keys(""));
+  std::vector<bool> is_fork(n, false);
+  std::optional<http::Result> first_key_page;
+  {
+    auto phase = runner.phase("checks", n);
+    const auto items =
+        runner.run(&phase, std::move(heads), [&](std::size_t i, const http::Result& answer) {
+          if (i == n) {
+            first_key_page = answer;
+            return workflow::Verdict::aside();
+          }
+          auto& item = result.buckets[i];
           if (auto error = tigris::error_from_result(answer, "HeadBucket")) {
             if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
             return workflow::Verdict::done(Status::failed, std::move(*error));
           }
-          if (tigris::parse_head_bucket(*answer).is_fork_parent)
+          const auto head = tigris::parse_head_bucket(*answer);
+          if (options.force && head.is_fork_parent)
             return workflow::Verdict::done(
                 Status::failed,
                 Error{ErrorKind::conflict,
@@ -156,22 +170,102 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
                       "bucket '" + item.bucket + "' has forks; delete the forks first",
                       409,
                       {}});
-          return workflow::Verdict::then(tigris::delete_bucket(item.bucket, options.force));
-        }
-        if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
-          if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
-          return workflow::Verdict::done(Status::failed, std::move(*error));
-        }
-        return workflow::Verdict::done(Status::deleted);
-      });
-  for (std::size_t i = 0; i < items.size(); ++i) {
+          is_fork[i] = head.fork_source.has_value();
+          return workflow::Verdict::done(Status::exists);
+        });
+    for (std::size_t i = 0; i < n; ++i)
+      result.buckets[i].outcome =
+          items[i].decided ? items[i].outcome
+                           : output::ItemStatus{Status::failed, workflow::interrupted_error()};
+  }
+  // The keys, when a fork is among the buckets to delete.
+  std::vector<iam::KeySummary> keys;
+  std::optional<Error> key_error;
+  const bool any_fork = std::ranges::any_of(std::views::iota(std::size_t{0}, n), [&](auto i) {
+    return is_fork[i] && result.buckets[i].outcome.status == Status::exists;
+  });
+  if (any_fork && !runner.interrupted()) {
+    try {
+      auto error = first_key_page ? tigris::error_from_result(*first_key_page, "ListAccessKeys")
+                                  : std::optional<Error>(workflow::interrupted_error());
+      if (error) throw TforkError(std::move(*error));
+      auto page = iam::parse_key_list(**first_key_page);
+      if (!page)
+        throw TforkError(ErrorKind::other, "InvalidResponse", "ListAccessKeys: " + page.error());
+      keys = std::move(page->keys);
+      if (!page->marker.empty())
+        for (auto& key : iam::list_all_access_keys(client, page->marker))
+          keys.push_back(std::move(key));
+    } catch (const TforkError& e) {
+      key_error = e.error();
+      key_error->message =
+          "could not list access keys, so the fork was not deleted (its keys "
+          "would outlive it): " +
+          key_error->message;
+    }
+  }
+  std::vector<tigris::Operation> deletes;
+  std::vector<std::size_t> deleting;
+  for (std::size_t i = 0; i < n; ++i) {
     auto& outcome = result.buckets[i].outcome;
-    outcome = items[i].decided ? items[i].outcome
-                               : output::ItemStatus{Status::failed, workflow::interrupted_error()};
+    if (outcome.status != Status::exists) continue;
+    if (is_fork[i] && key_error) {
+      outcome = {Status::failed, key_error};
+      continue;
+    }
+    deleting.push_back(i);
+    deletes.push_back(tigris::delete_bucket(options.names[i], options.force));
+  }
+  if (!deletes.empty()) {
+    auto phase = runner.phase("buckets", deletes.size());
+    const auto items =
+        runner.run(&phase, std::move(deletes), [&](std::size_t, const http::Result& answer) {
+          if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
+            if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
+            return workflow::Verdict::done(Status::failed, std::move(*error));
+          }
+          return workflow::Verdict::done(Status::deleted);
+        });
+    for (std::size_t k = 0; k < deleting.size(); ++k)
+      result.buckets[deleting[k]].outcome =
+          items[k].decided ? items[k].outcome
+                           : output::ItemStatus{Status::failed, workflow::interrupted_error()};
+  }
+  for (auto& item : result.buckets) {
     // Only a conflict can be "has forks" (BucketHasForks, or BucketNotEmpty from a service
     // that does not tell the two apart); the listing runs for those alone.
-    if (outcome.error && outcome.error->kind == ErrorKind::conflict)
-      name_forks(client, result.buckets[i].bucket, *outcome.error);
+    if (item.outcome.error && item.outcome.error->kind == ErrorKind::conflict)
+      name_forks(client, item.bucket, *item.outcome.error);
+  }
+  // The deleted forks' keys: every key whose roles were all on them.
+  std::set<std::string, std::less<>> deleted_forks;
+  for (std::size_t i = 0; i < n; ++i)
+    if (is_fork[i] && result.buckets[i].outcome.status == Status::deleted)
+      deleted_forks.insert(options.names[i]);
+  std::vector<tigris::Operation> revokes;
+  for (const auto& key : keys) {
+    if (key.buckets_role.empty()) continue;
+    const bool only_deleted = std::ranges::all_of(
+        key.buckets_role, [&](const auto& role) { return deleted_forks.contains(role.first); });
+    if (!only_deleted) continue;
+    result.keys.push_back({key.id, key.name, {Status::failed, {}}});
+    revokes.push_back(iam::delete_access_key(key.id));
+  }
+  if (!revokes.empty()) {
+    auto phase = runner.phase("keys", revokes.size());
+    const auto items =
+        runner.run(&phase, std::move(revokes), [&](std::size_t k, const http::Result& answer) {
+          if (auto error = tigris::error_from_result(answer, "DeleteAccessKey")) {
+            if (key_gone(*error)) return workflow::Verdict::done(Status::already_gone);
+            error->message = result.keys[k].access_key_id + ": " + error->message;
+            return workflow::Verdict::done(Status::failed, std::move(*error));
+          }
+          return workflow::Verdict::done(Status::deleted);
+        });
+    for (std::size_t k = 0; k < items.size(); ++k)
+      result.keys[k].outcome =
+          items[k].decided ? items[k].outcome
+                           : output::ItemStatus{Status::failed, workflow::interrupted_error()};
   }
   return result;
 }
@@ -180,13 +274,21 @@ output::Json to_json(const RemoveResult& result) {
   output::Json buckets = output::Json::array();
   for (const auto& item : result.buckets)
     buckets.push_back(output::item_json(output::Json{{"bucket", item.bucket}}, item.outcome));
-  return output::Json{{"buckets", std::move(buckets)}};
+  output::Json keys = output::Json::array();
+  for (const auto& item : result.keys)
+    keys.push_back(output::item_json(
+        output::Json{{"access_key_id", item.access_key_id}, {"name", item.name}}, item.outcome));
+  return output::Json{{"buckets", std::move(buckets)}, {"keys", std::move(keys)}};
 }
 
 std::string to_table(const RemoveResult& result) {
   output::Table table({"BUCKET", "STATUS", "ERROR"});
   for (const auto& item : result.buckets)
     table.row({item.bucket, output::status_cell(item.outcome.status),
+               output::item_error_text(item.outcome)});
+  // The keys of deleted forks, revoked with them.
+  for (const auto& item : result.keys)
+    table.row({"key " + item.access_key_id, output::status_cell(item.outcome.status),
                output::item_error_text(item.outcome)});
   return table.render();
 }
@@ -198,6 +300,11 @@ std::optional<Error> batch_error(const RemoveResult& result) {
     if (item.outcome.status == output::Status::failed)
       tally.failures.push_back(&*item.outcome.error);
     if (item.outcome.status == output::Status::not_found) tally.missing.push_back(item.bucket);
+  }
+  for (const auto& item : result.keys) {
+    if (item.outcome.status != output::Status::failed) continue;
+    ++tally.total;
+    tally.failures.push_back(&*item.outcome.error);
   }
   return workflow::batch_error(tally, {"buckets", "bucket", "could not be deleted"});
 }
@@ -496,6 +603,11 @@ cli::CommandResult run_bucket_rm(RemoveOptions options, cli::Context& context) {
       ops.push_back(tigris::delete_bucket(name, options.force));
     return context.dry_run(ops);
   }
+  // Deleting contents is an operator's act (issue 21 §3): asked on a terminal, --yes elsewhere.
+  if (options.force)
+    context.confirm(fmt::format("Delete {} and every object in {} (--force)?",
+                                fmt::join(options.names, ", "),
+                                options.names.size() == 1 ? "it" : "them"));
   const auto result = run_bucket_rm(context.client(), options, context.batch_settings());
   auto outcome = cli::document(to_json(result), to_table(result));
   outcome.error = batch_error(result);
@@ -562,15 +674,17 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   auto* rm = bucket->add_subcommand("rm", "Delete buckets, in parallel (DeleteBucket)");
   rm->footer(
       "Each bucket is reported as deleted, not-found (nothing to do) or failed; a bucket that\n"
-      "has forks is refused, naming its forks. Exit 0 when every bucket is deleted or some\n"
+      "has forks is refused, naming its forks. A deleted fork's access keys (every key whose\n"
+      "roles were all on deleted forks) are revoked with it. Exit 0 when every bucket is deleted "
+      "or some\n"
       "are and the rest were not found; 3 when none of them exists; when every bucket failed\n"
       "for one reason (one bucket named, say), that error's exit code; when only some failed,\n"
       "or for different reasons, 7." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("NAME", rm_options->names, "Buckets to delete")->required();
   rm->add_flag("--force", rm_options->force,
-               "Delete the contents too (Tigris-Force-Delete: true); never deletes a bucket "
-               "that has forks");
+               "Delete the contents too (Tigris-Force-Delete: true); asks on a terminal, needs "
+               "--yes elsewhere; never deletes a bucket that has forks");
   cli::on_run(*rm, context, [&context, rm_options] { return run_bucket_rm(*rm_options, context); });
 
   auto ls_options = std::make_shared<ListOptions>();

@@ -67,7 +67,14 @@ std::string create_summary(const workflow::ForkCreatePlan& plan,
 }
 
 cli::CommandResult run_create(const ForkCreateOptions& options, cli::Context& context) {
-  const auto plan = plan_fork_create(options);
+  const auto clock = now_ms();
+  auto plan = plan_fork_create(options, clock);
+  // The manifest is this run's until it ends; what it holds is read again once claimed.
+  std::optional<workflow::ManifestClaim> claim;
+  if (plan.manifest_path && !context.options.dry_run) {
+    claim.emplace(*plan.manifest_path);
+    plan = plan_fork_create(options, clock);
+  }
   if (plan.manifest_defaulted && !context.options.dry_run) {
     // cli.md §4.4: the keys' secrets are only ever in this file.
     spdlog::warn(
@@ -101,7 +108,14 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
                     "On failure keep what was created and exit 7 (default: roll back)");
   command->add_flag("--exist-ok", options->exist_ok,
                     "Adopt a fork that already exists as a fork of SOURCE from the same "
-                    "snapshot (mints a new key), and an existing manifest of SOURCE");
+                    "snapshot, and an existing manifest of SOURCE (the keys it records are "
+                    "reused)");
+  command
+      ->add_option("--add", options->add,
+                   "Grow the run of --manifest FILE by K forks, numbered on from its last, "
+                   "from its snapshot, each with its key")
+      ->type_name("K")
+      ->check(cli::whole_number("--add", 1, workflow::k_max_forks));
   cli::on_run(*command, context, [options, &context] { return run_create(*options, context); });
 }
 

@@ -13,25 +13,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <iostream>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
 namespace tfork::commands::fork {
 namespace {
-
-// Writing into a bucket every agent forked from is an operator's act (cli.md §10): on a
-// terminal it asks, elsewhere it needs --yes (exit 64 before anything is changed).
-void confirm(const cli::Context& context, const std::string& question) {
-  if (context.options.yes) return;
-  if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1)
-    usage_error(question + ": not on a terminal, so pass --yes to confirm");
-  std::cerr << question << " [y/N] " << std::flush;
-  std::string answer;
-  if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes"))
-    throw TforkError(ErrorKind::usage, "NotConfirmed", "not confirmed; nothing was changed");
-}
 
 tigris::BucketHead head_of(tigris::Client& client, const std::string& bucket) {
   return tigris::parse_head_bucket(
@@ -224,8 +210,9 @@ cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& con
   auto& client = context.client();
   const auto parent = merge_parent(client, options);
   if (context.options.dry_run) return context.dry_run(merge_operations(options, parent));
-  confirm(context,
-          fmt::format("Merge fork {} into {}? This writes into {}", options.fork, parent, parent));
+  // Writing into a bucket every agent forked from is an operator's act (cli.md §10).
+  context.confirm(
+      fmt::format("Merge fork {} into {}? This writes into {}", options.fork, parent, parent));
   const auto result = run_merge(client, options, parent);
   return cli::document(to_json(result), to_table(result));
 }
@@ -238,9 +225,10 @@ cli::CommandResult run_fork_rebase(const std::string& fork, cli::Context& contex
   }
   auto& client = context.client();
   const auto source = rebase_source(client, fork);
-  confirm(context, fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
-                               "current data under its own changes",
-                               fork, source, source));
+  context.confirm(
+      fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
+                  "current data under its own changes",
+                  fork, source, source));
   const auto result = run_rebase(client, fork, source);
   return cli::document(to_json(result), to_table(result));
 }

@@ -21,9 +21,19 @@ void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool
                      "Fork name prefix (default <source>-fork-<unix-ms>, with <source> cut "
                      "short, and any '-' or '.' it then ends with dropped, so that "
                      "<prefix>-<N> fits in 63 characters)");
-  command.add_option("--snapshot", options.snapshot,
-                     "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
-                     "name: its newest version) instead of taking one");
+  command
+      .add_option("--snapshot", options.snapshot,
+                  "Fork from this snapshot (a version that ListBucketSnapshots lists, or a "
+                  "name: its newest version) instead of taking one")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // `--snapshot "$v"` after a failed `snapshot take` must not take a new one.
+            if (value.empty())
+              return "--snapshot is empty (did the command that printed it fail?): give a "
+                     "version or a name, or leave --snapshot out to take a snapshot";
+            return {};
+          },
+          "VERSION|NAME"));
   command.add_flag("--any-version", options.any_version,
                    "Accept any --snapshot VERSION (a point in time), listed or not");
   command.add_option("--snapshot-name", options.snapshot_name,
@@ -42,7 +52,7 @@ void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool
                          std::string(for_run ? "" : " unless --exist-ok adopts it"));
 }
 
-workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options) {
+workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options, std::int64_t now_ms) {
   workflow::ForkCreateRequest request;
   request.source = options.source;
   request.names = options.names;
@@ -55,10 +65,14 @@ workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options) {
   if (!options.manifest.empty()) request.manifest_path = options.manifest;
   request.keep_partial = options.keep_partial;
   request.exist_ok = options.exist_ok;
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  return workflow::plan_fork_create(request, now);
+  request.add = options.add;
+  return workflow::plan_fork_create(request, now_ms);
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace tfork::commands

@@ -370,7 +370,14 @@ cli::CommandResult run_run(const RunOptions& options, cli::Context& context) {
   auto run_options = exec_options(options.agents);
   // The same mapping as `fork create` (issue 25 §1): the run's record always exists
   // (cli.md §10: the manifest stays), default ./<prefix>.manifest.json.
-  auto plan = plan_fork_create(options.create);
+  const auto clock = now_ms();
+  auto plan = plan_fork_create(options.create, clock);
+  // The manifest is this run's until it ends (teardown included); read again once claimed.
+  std::optional<workflow::ManifestClaim> claim;
+  if (!context.options.dry_run) {
+    claim.emplace(*plan.manifest_path);
+    plan = plan_fork_create(options.create, clock);
+  }
   const auto manifest_path = *plan.manifest_path;
   run_options.sandbox = plan_sandbox(options.agents, manifest_path, context.options.dry_run);
   if (context.options.dry_run) {

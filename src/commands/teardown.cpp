@@ -123,25 +123,23 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
     cli::require_bucket_name(options.source, "source bucket");
     if (options.prefix.empty() && !options.all)
       usage_error("--source needs --prefix P or --all: say which of its forks to tear down");
-    if (context.options.dry_run) {
-      // The forks to delete are only known from a listing, and a dry run sends nothing.
-      const tigris::Operation listing = tigris::list_forks(options.source);
-      return context.dry_run(std::span(&listing, 1));
-    }
     plan = workflow::plan_from_source(
         context.client(),
         {options.source, options.prefix, options.all, older_than, options.keep_snapshot},
         std::chrono::system_clock::now());
   }
   plan.allow_non_fork = options.allow_non_fork;
-  plan.recursive = options.recursive;
-
-  if (context.options.dry_run) return context.dry_run(workflow::teardown_operations(plan));
+  plan.recursive = plan.recursive || options.recursive;
+  // A dry run reads (heads, listings) and shows what would go, as `would-delete` rows.
+  plan.dry_run = context.options.dry_run;
+  if (options.allow_non_fork && !plan.dry_run)
+    context.confirm(
+        "Also delete the named buckets that are not forks (only empty ones, --allow-non-fork)?");
   const auto started = std::chrono::steady_clock::now();
   const auto teardown = workflow::run_teardown(context.client(), plan, context.batch_settings());
   auto result = cli::document(workflow::to_json(teardown), workflow::to_table(teardown));
   result.error = teardown.error;
-  if (!result.error && context.progress_for_people() && !teardown.forks.empty())
+  if (!result.error && !plan.dry_run && context.progress_for_people() && !teardown.forks.empty())
     result.notice =
         teardown_summary(teardown, std::chrono::duration_cast<std::chrono::milliseconds>(
                                        std::chrono::steady_clock::now() - started));
@@ -165,6 +163,11 @@ void register_teardown(CLI::App& root, cli::Context& context) {
   auto* command = root.add_subcommand(
       "teardown",
       "Revoke each fork's key and delete the fork (children first); only forks are deleted");
+  command->footer(
+      "With --manifest, forks made from the run's forks are part of the run (children first).\n"
+      "--dry-run reads what a teardown reads (HeadBucket, the fork and key listings) and shows\n"
+      "a would-delete row per fork, key and snapshot; nothing is deleted or rewritten." +
+      std::string("\n\n") + command->get_footer());
   command->add_option("forks", options->forks, "Fork buckets to tear down");
   command->add_option(
       "--manifest", options->manifests,
@@ -181,9 +184,11 @@ void register_teardown(CLI::App& root, cli::Context& context) {
       ->type_name("DURATION");
   command->add_flag("--recursive", options->recursive,
                     "Also tear down the forks of these forks (found through the fork listing), "
-                    "children first; without it a fork that has forks is left, key included");
+                    "children first; without it a fork that has forks is left in place, its "
+                    "keys revoked (--manifest always includes them: they are part of the run)");
   command->add_flag("--allow-non-fork", options->allow_non_fork,
-                    "Also delete named buckets that are not forks");
+                    "Also delete named buckets that are not forks, when empty (no objects, "
+                    "snapshots or forks); asks on a terminal, needs --yes elsewhere");
   command->add_flag("--keep-snapshot", options->keep_snapshot,
                     "Keep the snapshot the run took (default: deleted with the run's last fork "
                     "when no other fork uses it)");

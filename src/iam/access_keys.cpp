@@ -102,6 +102,21 @@ tigris::Operation list_access_keys(std::string_view marker) {
   return op;
 }
 
+std::vector<KeySummary> list_all_access_keys(tigris::Client& client, std::string marker) {
+  std::vector<KeySummary> keys;
+  for (;;) {
+    const auto& answer =
+        tigris::expect_success(client.send(list_access_keys(marker)), "ListAccessKeys");
+    auto page = parse_key_list(answer);
+    if (!page)
+      throw TforkError(ErrorKind::other, "InvalidResponse", "ListAccessKeys: " + page.error());
+    for (auto& key : page->keys)
+      keys.push_back(std::move(key));
+    if (page->marker.empty() || page->marker == marker) return keys;
+    marker = std::move(page->marker);
+  }
+}
+
 std::expected<AccessKey, std::string> parse_created_key(const http::Response& response) {
   const auto doc = nlohmann::json::parse(response.body, nullptr, false);
   const auto pointer = "/CreateAccessKeyResult/AccessKey"_json_pointer;

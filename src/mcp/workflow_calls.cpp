@@ -58,7 +58,10 @@ ForkCreateDone create_forks(tigris::Client& client, const ForkCreateArgs& args,
   // Always a manifest, even with keys none: it is how fork_teardown and `teardown --manifest`
   // find everything the run may have made.
   request.manifest_path = args.manifest_dir / (prefix + ".manifest.json");
-  const auto plan = workflow::plan_fork_create(request, now);
+  auto plan = workflow::plan_fork_create(request, now);
+  // The manifest is this call's until it ends (a second call naming it gets exit 6's error).
+  const workflow::ManifestClaim claim(*plan.manifest_path);
+  plan = workflow::plan_fork_create(request, now);
   auto outcome = workflow::run_fork_create(client, plan, settings(concurrency, &cancel));
   return ForkCreateDone{std::filesystem::absolute(*plan.manifest_path), std::move(outcome.manifest),
                         std::move(outcome.error)};

@@ -300,7 +300,9 @@ Response create_bucket(Context& context) {
       }
     }
     const std::string source_name(ascii::trim(*source));
-    require(context, source_name, Access::snapshot);
+    // Creating a fork makes a bucket: an Editor may, a ReadOnly key never (tigris-wire §10,
+    // "Scoped keys creating forks"), though it may take and list snapshots.
+    require(context, source_name, Access::write);
     // A scoped key forks only under its own bucket's name plus '-', so it cannot take a
     // free name that someone else's run will need (README, serve: keys and forks).
     if (!is_admin(context.principal) && !bucket.starts_with(source_name + "-")) {

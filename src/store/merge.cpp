@@ -107,7 +107,8 @@ Result<BucketInfo> SqliteStore::rebase_fork(std::string_view fork) {
       if (!q->step()) return fail(StoreErrc::io, "inserting the rebased fork failed");
       new_id = q->int64(0);
     }
-    for (const char* table : {"versions", "version_parts", "snapshots", "uploads"}) {
+    // The fork's key roles move with it (issue 21 §2): a grant is bound to the bucket id.
+    for (const char* table : {"versions", "version_parts", "snapshots", "uploads", "key_roles"}) {
       ctx.db.query(std::string("UPDATE ") + table + " SET bucket_id=?2 WHERE bucket_id=?1")
           ->bind(1, row->id)
           .bind(2, new_id)

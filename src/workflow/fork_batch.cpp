@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <functional>
 #include <set>
@@ -60,8 +62,18 @@ class ForkRun {
       m.snapshot_taken = plan_.adopted->snapshot_taken && m.snapshot == plan_.adopted->snapshot;
       m.snapshot_name = plan_.adopted->snapshot_name;
       for (const auto& fork : plan_.adopted->forks) {
-        if (std::ranges::find(plan_.names, fork.bucket) == plan_.names.end())
+        if (std::ranges::find(plan_.names, fork.bucket) == plan_.names.end()) {
           m.forks.push_back(fork);
+          continue;
+        }
+        // A fork of this run the adopted manifest already keys: its key is kept on record, and
+        // reused if the fork is still there (issue 21 §2: never a second key for one fork).
+        if (fork.access_key_id.empty() || fork.key_revoked || fork.secret_access_key.empty())
+          continue;
+        auto& ours = *std::ranges::find(m.forks, fork.bucket, &ManifestFork::bucket);
+        if (ours.role != fork.role) continue;  // another role asked: a new key for it
+        ours.access_key_id = fork.access_key_id;
+        ours.secret_access_key = fork.secret_access_key;
       }
     }
     own_forks_ = plan_.names.size();
@@ -215,12 +227,13 @@ class ForkRun {
 
   // ---- the forks: one item each, CreateBucketFork → (HeadBucket) → its key
 
-  enum class Step { create, check, key };
+  enum class Step { create, check, revoke_stale, key };
   struct ForkState {
     Step step = Step::create;
-    Error conflict;        // the 409 of the create, while HeadBucket decides what it means
-    bool retried = false;  // the create was sent more than once: a 409 may be our own fork
-    int checks = 0;        // HeadBuckets sent for it
+    bool key_reused = false;  // the adopted manifest's key, kept: not this run's to roll back
+    Error conflict;           // the 409 of the create, while HeadBucket decides what it means
+    bool retried = false;     // the create was sent more than once: a 409 may be our own fork
+    int checks = 0;           // HeadBuckets sent for it
   };
 
   void make_forks() {
@@ -248,6 +261,8 @@ class ForkRun {
         return judge_create(i, answer);
       case Step::check:
         return judge_check(i, answer);
+      case Step::revoke_stale:
+        return judge_stale_key(i, answer);
       case Step::key:
         return judge_key(i, answer);
     }
@@ -320,8 +335,40 @@ class ForkRun {
 
   // The fork exists: its key next (cli.md §4.3), or it is done without one (--keys none).
   Verdict key_step(std::size_t i) {
-    const auto& fork = outcome_.manifest.forks[i];
+    auto& fork = outcome_.manifest.forks[i];
     if (!plan_.role) return Verdict::done(fork.status);
+    // An adopted fork that is still there keeps the key its manifest recorded; a fork made
+    // anew gets a new key (the old one's grant went with the old bucket).
+    if (!fork.access_key_id.empty() && fork.status == Status::exists) {
+      states_[i].key_reused = true;
+      return Verdict::done(fork.status);
+    }
+    if (!fork.access_key_id.empty()) {
+      states_[i].step = Step::revoke_stale;
+      return Verdict::then(iam::delete_access_key(fork.access_key_id));
+    }
+    return mint_key(i);
+  }
+
+  // The adopted key of a fork made anew is revoked before the new one is minted, so that the
+  // manifest never forgets a live key.
+  Verdict judge_stale_key(std::size_t i, const http::Result& answer) {
+    auto& fork = outcome_.manifest.forks[i];
+    auto error = tigris::error_from_result(answer, "DeleteAccessKey");
+    if (error && !key_gone(*error)) {
+      error->message = fmt::format("{}: its earlier key {} could not be revoked: {}", fork.bucket,
+                                   fork.access_key_id, error->message);
+      note_failure(*error);
+      fork.error = std::move(*error);
+      return Verdict::done(Status::failed, fork.error);
+    }
+    fork.access_key_id.clear();
+    fork.secret_access_key.clear();
+    return mint_key(i);
+  }
+
+  Verdict mint_key(std::size_t i) {
+    const auto& fork = outcome_.manifest.forks[i];
     states_[i].step = Step::key;
     // If the run dies before the answer, teardown finds the key by this name (the manifest
     // may not have the fork's id yet: ManifestFork::key_may_be_unrecorded).
@@ -379,7 +426,7 @@ class ForkRun {
     std::vector<std::size_t> key_indices;
     std::vector<tigris::Operation> key_deletes;
     for (std::size_t i = 0; i < own_forks_; ++i) {
-      if (forks[i].access_key_id.empty()) continue;
+      if (forks[i].access_key_id.empty() || states_[i].key_reused) continue;
       key_indices.push_back(i);
       key_deletes.push_back(iam::delete_access_key(forks[i].access_key_id));
     }
@@ -567,6 +614,34 @@ void adopt_manifest(ForkCreatePlan& plan, const std::filesystem::path& path, boo
   plan.adopted = std::move(existing);
 }
 
+// The names of `count` more forks of a run whose forks are P-1 … P-N: P-(N+1) onward.
+std::vector<std::string> next_fork_names(const Manifest& manifest, int count,
+                                         const std::string& path) {
+  std::string prefix;
+  long last = 0;
+  for (const auto& fork : manifest.forks) {
+    const auto dash = fork.bucket.rfind('-');
+    const auto digits = dash == std::string::npos ? std::string_view()
+                                                  : std::string_view(fork.bucket).substr(dash + 1);
+    long index = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    const auto stem = dash == std::string::npos ? std::string() : fork.bucket.substr(0, dash);
+    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+        (!prefix.empty() && stem != prefix))
+      usage(
+          fmt::format("--add: the forks of {} are not all named PREFIX-N ({}), so there is no "
+                      "next name; name the new forks instead (with --exist-ok)",
+                      path, fork.bucket));
+    prefix = stem;
+    last = std::max(last, index);
+  }
+  if (prefix.empty()) usage(fmt::format("--add: {} records no fork to number on from", path));
+  std::vector<std::string> names;
+  for (int i = 1; i <= count; ++i)
+    names.push_back(fmt::format("{}-{}", prefix, last + i));
+  return names;
+}
+
 }  // namespace
 
 std::string default_fork_prefix(std::string_view source, std::int64_t now_ms, int count) {
@@ -592,7 +667,19 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
     usage("--prefix only applies with -n N (the fork names were given)");
   std::string prefix = request.prefix;
   if (prefix.empty()) prefix = default_fork_prefix(request.source, now_ms, request.count);
-  if (!request.names.empty()) {
+  bool exist_ok = request.exist_ok;
+  std::vector<std::string> added;
+  if (request.add > 0) {
+    if (request.count != 0 || !request.names.empty() || !request.prefix.empty())
+      usage("--add K grows the run of --manifest by K forks: give no -n, --prefix or fork names");
+    if (!request.manifest_path) usage("--add K needs --manifest FILE: the run to grow");
+    added = next_fork_names(read_manifest(*request.manifest_path), request.add,
+                            request.manifest_path->string());
+    exist_ok = true;  // the manifest is adopted: that is what growing a run means
+  }
+  if (!added.empty()) {
+    plan.names = std::move(added);
+  } else if (!request.names.empty()) {
     plan.names = request.names;
   } else {
     if (request.count < 1) usage("say how many forks to create with -n N, or name them");
@@ -641,7 +728,7 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
     usage(fmt::format("--keys must be editor, readonly or none, got '{}'", request.keys));
 
   plan.keep_partial = request.keep_partial;
-  plan.exist_ok = request.exist_ok;
+  plan.exist_ok = exist_ok;
 
   // cli.md §4.4: a run that mints keys always writes a manifest, or the secrets are lost.
   auto manifest_path = request.manifest_path;
@@ -654,7 +741,7 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
     if (::lstat(manifest_path->c_str(), &info) == 0) {
       if (S_ISDIR(info.st_mode))
         usage(fmt::format("manifest {} is a directory", manifest_path->string()));
-      if (info.st_size > 0) adopt_manifest(plan, *manifest_path, request.exist_ok);
+      if (info.st_size > 0) adopt_manifest(plan, *manifest_path, exist_ok);
     }
     plan.manifest_path = manifest_path;
   }

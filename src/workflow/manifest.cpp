@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,6 +262,47 @@ Manifest read_manifest(const std::filesystem::path& path) {
     throw TforkError(ErrorKind::usage, error.error().code,
                      fmt::format("manifest {}: {}", path.string(), error.error().message));
   }
+}
+
+ManifestClaim::ManifestClaim(const std::filesystem::path& manifest)
+    : lock_path_(manifest.string() + ".lock") {
+  // The lock file is removed by the run that ends, so a run that opened it just before may hold
+  // a lock on a name no longer there: it checks that the path is still its file, else retries.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+      throw TforkError(
+          ErrorKind::other, "ManifestLock",
+          fmt::format("cannot create {}: {}", lock_path_.string(), std::strerror(errno)));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      ::close(fd);
+      if (error == EWOULDBLOCK)
+        throw TforkError(ErrorKind::conflict, "ManifestInUse",
+                         fmt::format("manifest {} is in use by another tfork run (it holds {}); "
+                                     "wait for it, or choose another --manifest",
+                                     manifest.string(), lock_path_.string()));
+      throw TforkError(
+          ErrorKind::other, "ManifestLock",
+          fmt::format("cannot lock {}: {}", lock_path_.string(), std::strerror(error)));
+    }
+    struct stat held {
+    }, named{};
+    if (::fstat(fd, &held) == 0 && ::stat(lock_path_.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+      fd_ = fd;
+      return;
+    }
+    ::close(fd);
+  }
+  throw TforkError(ErrorKind::conflict, "ManifestInUse",
+                   fmt::format("manifest {} keeps changing hands; try again", manifest.string()));
+}
+
+ManifestClaim::~ManifestClaim() {
+  if (fd_ < 0) return;
+  ::unlink(lock_path_.c_str());  // while still held: no other run holds this name's file
+  ::close(fd_);
 }
 
 }  // namespace tfork::workflow

@@ -37,8 +37,10 @@ constexpr std::string_view k_run_again = "run the same teardown again to finish"
 
 using output::Status;
 
+// Gone, or would be (a dry run's plan counts as done).
 bool is_gone_status(Status status) {
-  return status == Status::deleted || status == Status::already_gone || status == Status::not_found;
+  return status == Status::deleted || status == Status::already_gone ||
+         status == Status::not_found || status == Status::would_delete;
 }
 
 std::string lower(std::string_view text) {
@@ -109,6 +111,7 @@ class TeardownRun {
     while (!interrupted() && expand_parents()) {
       head_targets(false);
     }
+    if (!interrupted()) check_non_forks();
     if (!interrupted()) list_remaining_keys();
     if (!interrupted()) revoke_keys();
     if (!interrupted()) delete_buckets();
@@ -125,6 +128,10 @@ class TeardownRun {
     std::optional<tigris::BucketHead> head;
     bool parent_checked = false;
     bool deletable = false;
+    bool non_fork = false;  // --allow-non-fork: deleted without force, after its snapshots
+    // A fork left in place because it has forks of its own: its keys are revoked all the same
+    // (issue 21 §2), so that nothing of the run keeps working after it.
+    bool revoke_only = false;
   };
 
   void add_target(TeardownTarget target) {
@@ -194,14 +201,30 @@ class TeardownRun {
     state.visible = true;
     state.head = tigris::parse_head_bucket(*result);
     const auto& head = *state.head;
-    if (!plan_.allow_non_fork) {
-      // cli.md §5: never the source, never a bucket that is not a fork.
+    if (!head.fork_source && plan_.allow_non_fork) {
+      // --allow-non-fork deletes an empty bucket only (issue 21 §3): never one that has forks
+      // or snapshots, and without force, so that one with objects is refused by the server.
+      if (head.is_fork_parent) {
+        mark_skipped(item, "BucketHasForks",
+                     fmt::format("{} is not a fork and has forks; not deleted (tfork teardown "
+                                 "--source {} --all tears down its forks)",
+                                 state.target.bucket, state.target.bucket));
+        return;
+      }
+      state.non_fork = true;
+    } else if (!plan_.allow_non_fork) {
+      // cli.md §5: never the source, never a bucket that is not a fork. The hint names what
+      // was most likely meant: the forks of a dataset, never the dataset itself.
       if (!head.fork_source) {
+        const bool dataset = head.is_fork_parent || head.snapshots_enabled;
         mark_skipped(
             item, "NotAFork",
-            fmt::format("{} is not a fork (HeadBucket shows no X-Tigris-Fork-Source-Bucket); "
-                        "not deleted (--allow-non-fork deletes it anyway)",
-                        state.target.bucket));
+            dataset ? fmt::format("{} is not a fork; not deleted (to tear down its forks: tfork "
+                                  "teardown --source {} --all)",
+                                  state.target.bucket, state.target.bucket)
+                    : fmt::format("{} is not a fork; not deleted (tfork bucket rm {} deletes a "
+                                  "bucket that is not a fork)",
+                                  state.target.bucket, state.target.bucket));
         return;
       }
       if (!state.target.expected_source.empty() &&
@@ -241,11 +264,11 @@ class TeardownRun {
       if (outside.empty()) continue;
       if (!plan_.recursive) {
         states_[i].deletable = false;
-        mark_skipped(
-            result_.forks[i], "BucketHasForks",
-            fmt::format("{} has forks of its own ({}); left with its key (--recursive deletes "
-                        "them first)",
-                        states_[i].target.bucket, fmt::join(outside, ", ")));
+        states_[i].revoke_only = true;
+        mark_skipped(result_.forks[i], "BucketHasForks",
+                     fmt::format("{} has forks of its own ({}); left in place, its keys revoked "
+                                 "(--recursive deletes its forks and then it)",
+                                 states_[i].target.bucket, fmt::join(outside, ", ")));
         continue;
       }
       const auto parent = states_[i].target.bucket;
@@ -258,6 +281,31 @@ class TeardownRun {
       }
     }
     return added;
+  }
+
+  // --allow-non-fork: a bucket that is not a fork goes only when it has no snapshots either
+  // (one listing each; objects are the server's to refuse, as the delete is not forced).
+  void check_non_forks() {
+    for (std::size_t i = 0; i < states_.size() && !interrupted(); ++i) {
+      auto& state = states_[i];
+      if (!state.deletable || !state.non_fork || !state.head || !state.head->snapshots_enabled)
+        continue;
+      try {
+        const auto snapshots = tigris::list_all_snapshots(client(), state.target.bucket, 1);
+        if (snapshots.empty()) continue;
+        state.deletable = false;
+        mark_skipped(
+            result_.forks[i], "BucketHasSnapshots",
+            fmt::format("{} is not a fork and has snapshots; not deleted (--allow-non-fork "
+                        "deletes only an empty bucket)",
+                        state.target.bucket));
+      } catch (const TforkError& e) {
+        state.deletable = false;
+        auto error = e.error();
+        error.message = state.target.bucket + ": cannot list its snapshots: " + error.message;
+        mark_failed(result_.forks[i], std::move(error));
+      }
+    }
   }
 
   // ---- keys
@@ -288,14 +336,25 @@ class TeardownRun {
     }
   }
 
-  // Every key whose roles are all on buckets this teardown deletes is revoked, whatever its
-  // name; a key with roles elsewhere too is reported and kept (cli.md §5). Without the full
-  // key listing nothing is deleted: a bucket gone before its key would hand that key to the
-  // next bucket of the same name.
+  // Every key whose roles are all on buckets this teardown deletes (or leaves in place only
+  // because they have forks) is revoked, whatever its name; a key with roles elsewhere too is
+  // reported and kept (cli.md §5). A key a manifest records is the run's own: it is revoked
+  // whether its bucket is there or not, and whatever roles the listing shows on that bucket
+  // (none, once the bucket was deleted by hand). Without the full key listing nothing is
+  // deleted: a bucket gone before its key would hand that key to the next bucket of the
+  // same name.
   void revoke_keys() {
     std::set<std::string, std::less<>> doomed;
-    for (const auto& state : states_)
-      if (state.deletable) doomed.insert(state.target.bucket);
+    // Recorded key id -> the targets that recorded it.
+    std::map<std::string, std::vector<std::size_t>, std::less<>> recorded;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      const auto& state = states_[i];
+      // A bucket that is not a fork keeps its keys: they are the operator's, not a run's.
+      if ((state.deletable && !state.non_fork) || state.revoke_only)
+        doomed.insert(state.target.bucket);
+      for (const auto& id : state.target.key_ids)
+        recorded[id].push_back(i);
+    }
     if (key_listing_error_) {
       auto error = *key_listing_error_;
       error.message = "could not list access keys, so nothing was deleted: " + error.message;
@@ -312,14 +371,22 @@ class TeardownRun {
     std::set<std::string> listed;
     for (const auto& key : keys_) {
       listed.insert(key.id);
+      const auto own = recorded.find(key.id);
       std::vector<std::size_t> on_doomed;
       std::vector<std::string> elsewhere;
       for (const auto& [bucket, role] : key.buckets_role) {
-        if (doomed.contains(bucket))
-          on_doomed.push_back(index_.at(bucket));
+        const auto target = index_.find(bucket);
+        const bool recorded_for_it =
+            own != recorded.end() && target != index_.end() &&
+            std::ranges::find(own->second, target->second) != own->second.end();
+        if (doomed.contains(bucket) || recorded_for_it)
+          on_doomed.push_back(target->second);
         else
           elsewhere.push_back(bucket);
       }
+      if (own != recorded.end())
+        for (auto i : own->second)
+          if (std::ranges::find(on_doomed, i) == on_doomed.end()) on_doomed.push_back(i);
       if (on_doomed.empty()) continue;
       if (!elsewhere.empty()) {
         result_.keys.push_back(KeyItem{key.id, key.name, Status::kept,
@@ -339,7 +406,6 @@ class TeardownRun {
     }
     // Recorded keys the listing does not show: most likely gone, asked all the same.
     for (std::size_t i = 0; i < states_.size(); ++i) {
-      if (!states_[i].deletable) continue;
       for (const auto& id : states_[i].target.key_ids) {
         if (listed.contains(id)) continue;
         listed.insert(id);
@@ -350,6 +416,14 @@ class TeardownRun {
       }
     }
     if (operations.empty()) return;
+    if (plan_.dry_run) {
+      for (const auto& [key, on] : revoking) {
+        result_.keys[key].status = Status::would_delete;
+        for (auto i : on)
+          result_.forks[i].key = Status::would_delete;
+      }
+      return;
+    }
     std::vector<std::string> names;
     for (const auto& [key, on] : revoking)
       names.push_back(result_.keys[key].access_key_id);
@@ -424,6 +498,11 @@ class TeardownRun {
   // again with backoff (a verdict's `after`). The last wave also lists the forks of each source
   // whose snapshot may go next, so that delete_snapshots needs no round trip of its own for it.
   void delete_buckets() {
+    if (plan_.dry_run) {
+      for (std::size_t i = 0; i < states_.size(); ++i)
+        if (states_[i].deletable) result_.forks[i].status = Status::would_delete;
+      return;
+    }
     const auto order = waves();
     std::size_t total = 0;
     for (const auto& wave : order)
@@ -437,7 +516,7 @@ class TeardownRun {
       std::vector<tigris::Operation> operations;
       std::vector<std::string> names;
       for (auto i : wave) {
-        operations.push_back(tigris::delete_bucket(states_[i].target.bucket, true));
+        operations.push_back(tigris::delete_bucket(states_[i].target.bucket, !states_[i].non_fork));
         names.push_back(states_[i].target.bucket);
       }
       const auto listings = w + 1 == order.size() ? snapshot_sources() : std::vector<std::string>{};
@@ -462,7 +541,8 @@ class TeardownRun {
                 spdlog::info("{}: still sees its forks going; asking again in {} ms", item.bucket,
                              wait->count());
                 ++tries[k];
-                return Verdict::then(tigris::delete_bucket(item.bucket, true), *wait);
+                return Verdict::then(tigris::delete_bucket(item.bucket, !states_[i].non_fork),
+                                     *wait);
               }
             }
             if (!error) {
@@ -554,6 +634,7 @@ class TeardownRun {
     }
     if (versions.empty()) return;
     std::set<std::string> in_use;
+    // In a dry run the forks are still there: those it would delete count as gone.
     if (target.only_if_unused) {
       std::vector<tigris::FoundFork> forks;
       try {
@@ -583,10 +664,15 @@ class TeardownRun {
                   {}}});
         continue;
       }
+      if (plan_.dry_run) {
+        result_.snapshots.push_back(SnapshotItem{target.bucket, version, Status::would_delete, {}});
+        continue;
+      }
       items.push_back(result_.snapshots.size());
       result_.snapshots.push_back(SnapshotItem{target.bucket, version, Status::failed, {}});
       deletes.push_back(tigris::delete_snapshot(target.bucket, version));
     }
+    if (deletes.empty()) return;
     auto phase = runner_.phase("snapshots", deletes.size());
     const auto results = runner_.run(
         &phase, std::move(deletes),
@@ -741,6 +827,9 @@ TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delet
         manifest.source, manifest.snapshot, manifest.snapshot_name, own, m, false, {}});
   }
   plan.manifests = std::move(manifests);
+  // A fork made from one of the run's forks (an agent forking its own fork with its key) is
+  // part of the run: it goes too, children first, and no key of the run outlives it.
+  plan.recursive = true;
   return plan;
 }
 
@@ -835,26 +924,11 @@ std::string to_table(const TeardownResult& result) {
     table.row({item.bucket + " @" + item.version, std::string(output::status_name(item.status)),
                "-", output::item_error_text({item.status, item.error})});
   for (const auto& item : result.keys)
-    if (item.status == Status::kept || item.status == Status::failed)
+    if (item.status == Status::kept || item.status == Status::failed ||
+        item.status == Status::would_delete)
       table.row({"key " + item.access_key_id, std::string(output::status_name(item.status)), "-",
                  output::item_error_text({item.status, item.error})});
   return table.render("no forks to tear down\n");
-}
-
-std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan) {
-  std::vector<tigris::Operation> operations;
-  for (const auto& target : plan.targets)
-    operations.push_back(tigris::head_bucket(target.bucket));
-  operations.push_back(iam::list_access_keys(""));
-  for (const auto& target : plan.targets)
-    for (const auto& id : target.key_ids)
-      operations.push_back(iam::delete_access_key(id));
-  for (const auto& target : plan.targets)
-    operations.push_back(tigris::delete_bucket(target.bucket, true));
-  for (const auto& snapshot : plan.snapshots)
-    if (!snapshot.version.empty())
-      operations.push_back(tigris::delete_snapshot(snapshot.bucket, snapshot.version));
-  return operations;
 }
 
 TeardownResult run_teardown(tigris::Client& client, const TeardownPlan& plan,

@@ -7,11 +7,14 @@
 
 #include "batch_support.hpp"
 #include "command_harness.hpp"
+#include "fake_tigris.hpp"
 
 using namespace tfork;
 using namespace tfork::testing::commands;
 using tfork::testing::FakeTransport;
 namespace bucket_cmd = tfork::commands::bucket;
+using tfork::testing::FakeTigris;
+using tfork::testing::ParsedRequest;
 
 namespace {
 
@@ -126,11 +129,12 @@ TEST_CASE("bucket create: names are checked before anything is sent", "[bucket][
   CHECK_NOTHROW(check_bucket_names({"ok-name", "other.name"}));
 }
 
-TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input order",
+TEST_CASE("bucket rm: HeadBucket, then one DELETE per bucket, in parallel, statuses in input order",
           "[bucket][rm]") {
   FakeTransport transport([](const http::Request& request) -> http::Result {
     const auto path = path_of(request);
-    if (path == "/gone") return s3_error(404, "NoSuchBucket");
+    if (request.method == "HEAD") return path == "/gone" ? ok(404) : ok(200);
+    if (request.method == "POST") return ok(200, {}, R"({"IsTruncated":false,"Keys":[]})");
     if (path == "/full") return s3_error(409, "BucketNotEmpty");
     if (request.method == "GET") return ok(200, {}, R"({"Buckets":{"Bucket":[]}})");
     return ok(204);
@@ -139,18 +143,22 @@ TEST_CASE("bucket rm: one DELETE per bucket, in parallel, statuses in input orde
 
   const auto result = bucket_cmd::run_bucket_rm(client, {{"one", "gone", "full"}, false},
                                                 workflow::BatchSettings{5});
-  CHECK(transport.widest_window == 5);
-  REQUIRE(transport.requests.size() >= 3);
-  for (std::size_t i = 0; i < 3; ++i) {
-    CHECK(transport.requests[i].method == "DELETE");
-    CHECK(header_of(transport.requests[i], "Tigris-Force-Delete") == "<absent>");
+  REQUIRE(transport.requests.size() >= 6);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(transport.requests[i].method == "HEAD");
+  std::vector<std::string> deletes;
+  for (const auto& request : transport.requests) {
+    if (request.method != "DELETE") continue;
+    deletes.push_back(path_of(request));
+    CHECK(header_of(request, "Tigris-Force-Delete") == "<absent>");
   }
-  CHECK(path_of(transport.requests[0]) == "/one");
-  CHECK(bucket_cmd::to_json(result).dump() ==
-        R"({"buckets":[{"bucket":"one","status":"deleted"},)"
-        R"({"bucket":"gone","status":"not-found"},)"
-        R"({"bucket":"full","status":"failed","error":{"code":"BucketNotEmpty",)"
-        R"("message":"DeleteBucket failed: BucketNotEmpty message","http_status":409}}]})");
+  CHECK(deletes == std::vector<std::string>{"/one", "/full"});
+  CHECK(
+      bucket_cmd::to_json(result).dump() ==
+      R"({"buckets":[{"bucket":"one","status":"deleted"},)"
+      R"({"bucket":"gone","status":"not-found"},)"
+      R"({"bucket":"full","status":"failed","error":{"code":"BucketNotEmpty",)"
+      R"("message":"DeleteBucket failed: BucketNotEmpty message","http_status":409}}],"keys":[]})");
   // A mixed batch exits 7.
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::partial);
   CHECK_THAT(bucket_cmd::to_table(result), Catch::Contains("BucketNotEmpty"));
@@ -193,6 +201,7 @@ TEST_CASE("bucket rm exit rule", "[bucket][rm]") {
 TEST_CASE("bucket rm of a fork parent names its forks (X-Tigris-Fork listing)", "[bucket][rm]") {
   FakeTransport transport([](const http::Request& request) -> http::Result {
     if (request.method == "DELETE") return s3_error(409, "BucketHasForks");
+    if (request.method == "HEAD") return ok(200);
     return ok(200, {{"Content-Type", "application/json"}},
               R"({"Buckets":{"Bucket":[
                    {"Name":"src-fork-1","CreationDate":"2026-01-01T00:00:00Z",
@@ -203,8 +212,8 @@ TEST_CASE("bucket rm of a fork parent names its forks (X-Tigris-Fork listing)", 
   tigris::Client client(settings(), transport, fixed_clock());
   const auto result =
       bucket_cmd::run_bucket_rm(client, {{"src"}, false}, workflow::BatchSettings{32});
-  REQUIRE(transport.requests.size() == 2);
-  const auto& listing = transport.requests[1];
+  REQUIRE(transport.requests.size() == 4);  // HeadBucket, the key listing, DELETE, fork listing
+  const auto& listing = transport.requests[3];
   CHECK(listing.method == "GET");
   CHECK(path_of(listing) == "/");
   CHECK(header_of(listing, "X-Tigris-Fork") == "src");
@@ -258,4 +267,54 @@ TEST_CASE("bucket rm: a network failure is a failed item with http_status null",
       bucket_cmd::run_bucket_rm(client, {{"one"}, false}, workflow::BatchSettings{32});
   CHECK(bucket_cmd::to_json(result)["buckets"][0]["error"]["http_status"].is_null());
   CHECK(failure_kind([&] { fail_if_any_failed(result); }) == ErrorKind::network);
+}
+
+TEST_CASE("bucket rm of a fork revokes the keys whose roles were all on deleted forks",
+          "[bucket][rm][keys]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.buckets["plain"] = {};
+  tigris.keys["tid_run-1"] = {"run-1-key", "run-1", "Editor"};
+  tigris.keys["tid_shared"] = {"shared", "run-1", "Editor", {"data"}};
+  tigris.keys["tid_plain"] = {"app", "plain", "Editor"};
+  auto transport = tigris.transport();
+  auto client = tfork::testing::make_client(*transport);
+  const auto result =
+      bucket_cmd::run_bucket_rm(client, {{"run-1", "plain"}, false}, workflow::BatchSettings{8});
+  CHECK(result.buckets[0].outcome.status == output::Status::deleted);
+  CHECK(result.buckets[1].outcome.status == output::Status::deleted);
+  REQUIRE(result.keys.size() == 1);
+  CHECK(result.keys[0].access_key_id == "tid_run-1");
+  CHECK(result.keys[0].outcome.status == output::Status::deleted);
+  CHECK_FALSE(tigris.keys.contains("tid_run-1"));
+  CHECK(tigris.keys.contains("tid_shared"));  // also on data: not the fork's alone
+  CHECK(tigris.keys.contains("tid_plain"));   // a plain bucket's key is the operator's
+  // The keys were listed before any bucket went.
+  std::size_t listing = 0, first_delete = 0;
+  for (std::size_t i = 0; i < transport->requests.size(); ++i) {
+    const auto& request = transport->requests[i];
+    if (request.method == "POST" && request.body.find("ListAccessKeys") != std::string::npos)
+      listing = i;
+    if (request.method == "DELETE" && first_delete == 0) first_delete = i;
+  }
+  CHECK(listing < first_delete);
+}
+
+TEST_CASE("bucket rm: a fork is not deleted when the keys cannot be listed", "[bucket][rm][keys]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
+    if (r.method == "POST") return http::Response{403, {}, R"({"Code":"AccessDenied"})", 1};
+    return std::nullopt;
+  };
+  auto transport = tigris.transport();
+  auto client = tfork::testing::make_client(*transport);
+  const auto result =
+      bucket_cmd::run_bucket_rm(client, {{"run-1"}, false}, workflow::BatchSettings{8});
+  CHECK(result.buckets[0].outcome.status == output::Status::failed);
+  CHECK_THAT(result.buckets[0].outcome.error->message,
+             Catch::Contains("could not list access keys"));
+  CHECK(tigris.buckets.contains("run-1"));
 }

@@ -255,7 +255,7 @@ class FakeTigris {
           {"IsTruncated", false}, {"Marker", ""}, {"Keys", nlohmann::json::array()}};
       for (const auto& [id, key] : keys) {
         auto roles = nlohmann::json::array();
-        roles.push_back({{"bucket", key.bucket}, {"role", key.role}});
+        if (!key.bucket.empty()) roles.push_back({{"bucket", key.bucket}, {"role", key.role}});
         for (const auto& bucket : key.more_buckets)
           roles.push_back({{"bucket", bucket}, {"role", "Editor"}});
         body["Keys"].push_back({{"access_key_id", id},

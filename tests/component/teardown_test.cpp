@@ -182,7 +182,7 @@ TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when 
   }
 }
 
-TEST_CASE("a fork parent is left with its key unless --recursive, which goes children first",
+TEST_CASE("a fork parent is left, its key revoked, unless --recursive, which goes children first",
           "[teardown]") {
   FakeTigris tigris;
   tigris.buckets["data"] = {};
@@ -201,7 +201,9 @@ TEST_CASE("a fork parent is left with its key unless --recursive, which goes chi
   CHECK(result.forks[0].error->code == "BucketHasForks");
   CHECK(result.forks[1].status == BucketOutcome::deleted);
   CHECK(tigris.buckets.contains("aaa"));
-  CHECK(tigris.keys.contains("tid_aaa"));  // its key untouched
+  CHECK_FALSE(tigris.keys.contains("tid_aaa"));  // nothing of the run keeps working
+  CHECK(result.forks[0].key == KeyOutcome::deleted);
+  tigris.keys["tid_aaa"] = {"aaa-key", "aaa", "Editor"};
 
   transport->requests.clear();
   plan = workflow::plan_from_names({"aaa"});
@@ -403,4 +405,91 @@ TEST_CASE("without the key listing nothing is deleted", "[teardown]") {
 
 TEST_CASE("teardown of names validates them first", "[teardown]") {
   CHECK_THROWS_AS(workflow::plan_from_names({"ok-name", "NOT_OK"}), TforkError);
+}
+
+TEST_CASE("a manifest's teardown takes the forks made from the run's forks, children first",
+          "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  TempDir dir;
+  const auto manifest = manifest_of(tigris, {"run-1", "run-2"});
+  tigris.buckets["run-1-x"] = {"run-1", "7"};  // an agent forked its own fork
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"),
+                                             batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
+  CHECK(tigris.buckets.size() == 1);
+  CHECK(tigris.keys.empty());
+  const auto& requests = transport->requests;
+  CHECK(index_of(requests, "DELETE", k_endpoint + "/run-1-x") <
+        index_of(requests, "DELETE", k_endpoint + "/run-1"));
+}
+
+TEST_CASE("every key a manifest records is revoked, its bucket there or not", "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  TempDir dir;
+  const auto manifest = manifest_of(tigris, {"run-1", "run-2"});
+  // run-1 was deleted behind tfork's back: its grant went with it, its key did not.
+  tigris.buckets.erase("run-1");
+  tigris.keys["tid_run-1"].bucket = "";
+  tigris.keys["tid_run-1"].role = "";
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"),
+                                             batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
+  CHECK(tigris.keys.empty());
+  const auto written = workflow::read_manifest(dir.path / "m.json");
+  CHECK(written.forks[0].key_revoked);
+  CHECK(written.forks[1].key_revoked);
+}
+
+TEST_CASE("--allow-non-fork deletes an empty bucket only, never with force", "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["run-1"] = {"data", "1"};
+  tigris.buckets["plain"] = {};
+  tigris.keys["tid_plain"] = {"app", "plain", "Editor"};
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  auto plan = workflow::plan_from_names({"data", "plain"});
+  plan.allow_non_fork = true;
+  const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
+  CHECK(result.forks[0].status == BucketOutcome::skipped);  // it has forks
+  CHECK(result.forks[0].error->code == "BucketHasForks");
+  CHECK(result.forks[1].status == BucketOutcome::deleted);
+  CHECK(tigris.buckets.contains("data"));
+  CHECK(tigris.keys.contains("tid_plain"));  // the operator's key for a bucket of theirs
+  for (const auto& request : transport->requests)
+    if (request.method == "DELETE" && request.url == k_endpoint + "/plain")
+      for (const auto& [name, value] : request.headers)
+        CHECK(name != "Tigris-Force-Delete");
+}
+
+TEST_CASE("a dry run reads, reports would-delete rows and changes nothing", "[teardown]") {
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  TempDir dir;
+  const auto manifest = manifest_of(tigris, {"run-1", "run-2"});
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  auto plan = manifest_plan(manifest, dir.path / "m.json");
+  plan.dry_run = true;
+  const auto before = workflow::to_json(workflow::read_manifest(dir.path / "m.json")).dump();
+  const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
+  CHECK(exit_of(result.error) == 0);
+  REQUIRE(result.forks.size() == 2);
+  CHECK(result.forks[0].status == BucketOutcome::would_delete);
+  CHECK(result.forks[0].key == KeyOutcome::would_delete);
+  REQUIRE(result.keys.size() == 2);
+  CHECK(result.keys[0].status == KeyOutcome::would_delete);
+  CHECK(tigris.buckets.size() == 3);
+  CHECK(tigris.keys.size() == 2);
+  for (const auto& request : transport->requests) {
+    CHECK(request.method != "DELETE");
+    CHECK(request.body.find("DeleteAccessKey") == std::string::npos);
+  }
+  CHECK(workflow::to_json(workflow::read_manifest(dir.path / "m.json")).dump() == before);
 }

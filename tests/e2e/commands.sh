@@ -155,7 +155,7 @@ expect_rc "fork ls missing source" 3 tf fork ls no-such-bucket
 step "bucket rm refuses a fork parent, naming its forks"
 expect_rc "bucket rm parent" 6 tf bucket rm data-src
 check_contains "names the forks" "$(cat "$OUT/stdout")$(cat "$OUT/stderr")" "data-fork-a"
-expect_rc "bucket rm --force parent" 6 tf bucket rm data-src --force
+expect_rc "bucket rm --force parent" 6 tf bucket rm data-src --force --yes
 expect_rc "still there" 0 tf fork head data-src
 
 step "snapshot rm"
@@ -177,7 +177,7 @@ assert v['status'] == 'failed' and keys(v['error']) == ['code', 'message', 'http
 step "bucket rm"
 expect_rc "bucket rm forks" 0 tf bucket rm data-fork-a data-fork-b --json
 check_doc "bucket rm" "
-assert keys(d) == ['buckets']
+assert keys(d) == ['buckets', 'keys']
 assert d['buckets'] == [{'bucket': 'data-fork-a', 'status': 'deleted'}, {'bucket': 'data-fork-b', 'status': 'deleted'}], d"
 expect_rc "bucket rm gone" 3 tf bucket rm data-fork-a --json
 check_doc "bucket rm gone" "assert d['buckets'][0]['status'] == 'not-found', d"
@@ -194,7 +194,7 @@ if aws_put; then
   check_doc "bucket rm non-empty" "assert d['buckets'][0]['status'] == 'failed' and d['buckets'][0]['error']['code'] == 'BucketNotEmpty', d"
   expect_rc "bucket rm mixed batch" 7 tf bucket rm data-plain no-such-bucket
 fi
-expect_rc "bucket rm --force" 0 tf bucket rm data-plain data-src --force --json
+expect_rc "bucket rm --force" 0 tf bucket rm data-plain data-src --force --yes --json
 check_doc "bucket rm --force" "assert [b['status'] for b in d['buckets']] == ['deleted', 'deleted'], d"
 expect_rc "deleted" 3 tf fork head data-src
 

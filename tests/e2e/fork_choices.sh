@@ -6,8 +6,9 @@
 #     snapshot (said on stderr when several share it), an unknown name or an unlisted version
 #     is exit 3 before any fork exists, and --any-version forks that point in time.
 #   - `run --keep failed|all|none` (issue 8): which forks outlive the run.
-#   - `teardown --manifest` of a fork that has forks (issue 7 §4): left with its key unless
-#     --recursive, which deletes the children first.
+#   - teardown of a fork that has forks (issue 7 §4, issue 21 §2): by name it is left (its key
+#     revoked) unless --recursive; --manifest always takes the forks its agents made, children
+#     first.
 #   - `fork merge` on a terminal (issue 8): it asks; 'n' or Ctrl-D change nothing, 'y' merges.
 #   - teardown by names and by --source --prefix revokes the keys an agent minted for its own
 #     fork under any name, and reports (keeps) a key that also reaches another bucket.
@@ -38,6 +39,8 @@ bucket_status() {
   s3 HEAD "/$1"
   printf '%s' "$S3_STATUS"
 }
+# key_of MANIFEST BUCKET: the fork's recorded key as AK:SK.
+key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
 put_object() { # put_object BUCKET KEY TEXT
   s3 PUT "/$1/$2" --body "$3"
   check_status 200
@@ -149,26 +152,28 @@ expect_rc "teardown kf and ka" 0 tf teardown --manifest kf.manifest.json --manif
 check_eq "forks left after teardown" "" "$(kept_after kf)$(kept_after ka)"
 check_eq "keys of kf and ka left" "" "$(keys_named 'k[fa]-*')"
 
-# ---- teardown --manifest of a fork that has forks
+# ---- teardown of a fork that has forks
 
-step "setup: a run r of two forks, and a fork of r-1 made by an agent"
+step "setup: a run r of two forks, and a fork of r-1 made by its agent with the agent's own key"
 expect_rc "fork create r" 0 tf fork create src -n 2 --prefix r -q
-expect_rc "snapshot take r-1" 0 tf snapshot take r-1 --name inner
-expect_rc "fork create r-1-kid" 0 tf fork create r-1 r-1-kid --snapshot "$(stdout)" --keys none -q
-
-step "teardown --manifest without --recursive: r-1 and its key are left, and reported"
-expect_rc "teardown r" 7 tf teardown --manifest r.manifest.json --json
-check_eq "r-1" 200 "$(bucket_status r-1)"
+agent_key=$(key_of r.manifest.json r-1)
+expect_rc "the agent forks its fork" 0 env -u TIGRIS_STORAGE_ACCESS_KEY_ID -u TIGRIS_STORAGE_SECRET_ACCESS_KEY \
+  AWS_ACCESS_KEY_ID="${agent_key%%:*}" AWS_SECRET_ACCESS_KEY="${agent_key#*:}" \
+  "$TFORK" fork create r-1 r-1-kid --keys none -q
 check_eq "r-1-kid" 200 "$(bucket_status r-1-kid)"
-check_eq "r-2" 404 "$(bucket_status r-2)"
-check_contains "r-1 reported with --recursive named" "$(stdout)$(stderr)" "--recursive"
-check_eq "r-1's key still recorded as live" false \
-  "$(json_get '[f for f in d["forks"] if f["bucket"] == "r-1"][0].get("key_revoked", False)' <r.manifest.json)"
 
-step "teardown --manifest --recursive: the child first, then r-1; nothing of the run is left"
-expect_rc "teardown r --recursive" 0 tf teardown --manifest r.manifest.json --recursive -q
+step "teardown r-1 by name without --recursive: r-1 stays for its fork, but its key is revoked"
+expect_rc "teardown r-1" 6 tf teardown r-1 --json
+check_eq "r-1" 200 "$(bucket_status r-1)"
+check_contains "r-1 reported with --recursive named" "$(stdout)$(stderr)" "--recursive"
+check_eq "r-1's key" "<403>" "$(s3 --as "$agent_key" GET "/r-1/a.txt"; printf '<%s>' "$S3_STATUS")"
+check_eq "r-1's key listed" "" "$(keys_named 'r-1-key')"
+
+step "teardown --manifest: the agent's fork is part of the run: the child first, then r-1"
+expect_rc "teardown r" 0 tf teardown --manifest r.manifest.json -q
 check_eq "r-1-kid" 404 "$(bucket_status r-1-kid)"
 check_eq "r-1" 404 "$(bucket_status r-1)"
+check_eq "r-2" 404 "$(bucket_status r-2)"
 expect_rc "fork ls src" 0 tf fork ls src --json
 check_eq "forks of src" "[]" "$(json_get '[f["bucket"] for f in (d if isinstance(d, list) else d["forks"])]' <"$OUT/stdout")"
 check_eq "keys of r left" "" "$(keys_named 'r-*')"
@@ -253,8 +258,6 @@ mint_key() {
   check_status 200
   json_get 'd["CreateAccessKeyResult"]["AccessKey"]["AccessKeyId"]' <<<"$S3_BODY"
 }
-# key_of MANIFEST BUCKET: the fork's recorded key as AK:SK.
-key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
 
 step "setup: run w; agent 1 mints itself a helper key; the operator shares one key between w-2 and src"
 expect_rc "fork create w" 0 tf fork create src -n 2 --prefix w -q

@@ -165,7 +165,7 @@ check_eq "keys after teardown" "" "$(keys_named 'fw-rb-*')"
 step "teardown refuses a bucket that is not a fork"
 expect_rc "teardown non-fork" 6 tfork_cli teardown fw-rb-2
 aws_cli s3api head-bucket --bucket fw-rb-2
-expect_rc "teardown non-fork allowed" 0 tfork_cli teardown fw-rb-2 --allow-non-fork
+expect_rc "teardown non-fork allowed" 0 tfork_cli teardown fw-rb-2 --allow-non-fork --yes
 
 step "--exist-ok adopts an existing fork of the same source"
 tfork_cli fork create fw-src fw-eo-1 --keys none --snapshot "$version" >/dev/null

@@ -223,7 +223,7 @@ check_status 200
 on_pty bucket_rm bucket rm prog-rm-1 prog-rm-2 prog-rm-3 prog-rm-4
 check_eq "bucket rm with one non-empty bucket exit (partial)" 7 "$RC"
 check_terminal bucket_rm - buckets:4/4:1
-on_pipe bucket_rm_pipe bucket rm prog-rm-4 --force
+on_pipe bucket_rm_pipe bucket rm prog-rm-4 --force --yes
 check_eq "bucket rm --force exit" 0 "$RC"
 no_progress bucket_rm_pipe  # one bucket: too quick for a line
 
@@ -241,12 +241,12 @@ start_server --latency 6000  # every answer 6 s late: longer than the plain line
 on_pty slow bucket rm prog-slow-1 prog-slow-2 prog-slow-3 prog-slow-4
 check_eq "slow bucket rm exit" 0 "$RC"
 check_terminal slow - buckets:4/4
-# Redrawn with nothing done yet (0/4, whenever the tick came) and at least a second gone: the
+# Redrawn with nothing done yet (0/4 in its checks or its deletes, whenever the tick came) and at least a second gone: the
 # line is alive, not only a counter. No bound on the seconds: the line itself says none is done.
-grep -qE $'\r\e\\[Kbuckets 0/4, ([1-9][0-9]*\\.[0-9]|[1-9][0-9]*)s' "$WORK/slow.err" ||
+grep -qE $'\r\e\\[K(checks|buckets) 0/4, ([1-9][0-9]*\\.[0-9]|[1-9][0-9]*)s' "$WORK/slow.err" ||
   fail "no tick while waiting: $(od -c "$WORK/slow.err" | head -20)"
 on_pipe slow_pipe bucket rm prog-slow-5 prog-slow-6 prog-slow-7 prog-slow-8
 check_eq "slow bucket rm (pipe) exit" 0 "$RC"
 check_plain slow_pipe - buckets:4/4
-grep -qE '^tfork: buckets 0/4, [0-9.]+s$' "$WORK/slow_pipe.err" ||
+grep -qE '^tfork: (checks|buckets) 0/4, [0-9.]+s$' "$WORK/slow_pipe.err" ||
   fail "no plain line while waiting: $(cat "$WORK/slow_pipe.err")"

@@ -144,7 +144,7 @@ run_node wire_fidelity.mjs sdk-sees-snapshot "$SRC" "$(jq_ take2 'd["version"]')
 
 step "tfork bucket rm refuses the SDK-made parent and names its forks"
 rc=0
-tfork_cli bucket rm "$SRC" --force >"$OUT/rm.out" 2>"$OUT/rm.err" || rc=$?
+tfork_cli bucket rm "$SRC" --force --yes >"$OUT/rm.out" 2>"$OUT/rm.err" || rc=$?
 check_eq "bucket rm of a parent exit code" 6 "$rc"
 check_contains "bucket rm names the forks" "$(cat "$OUT/rm.err")" "$F1"
 
@@ -154,7 +154,7 @@ check_eq "teardown of SDK forks" '["deleted", "deleted", "deleted"]' "$(jq_ td '
 run_node wire_fidelity.mjs sdk-gone "$F1" "$F2" "$CHILD" || fail "SDK still sees torn-down forks"
 cli_json head_after fork head "$SRC"
 check_eq "source no longer a fork parent" false "$(jq_ head_after 'd["buckets"][0]["is_fork_parent"]')"
-cli_json rm bucket rm "$SRC" wf-src --force
+cli_json rm bucket rm "$SRC" wf-src --force --yes
 check_eq "bucket rm" '["deleted", "deleted"]' "$(jq_ rm '[b["status"] for b in d["buckets"]]')"
 
 s3 GET /

@@ -98,6 +98,11 @@ class Context {
   // --dry-run: the requests that would be sent (signature redacted), as the command's
   // result; nothing is sent.
   CommandResult dry_run(std::span<const tigris::Operation> operations);
+  // An operator's act that writes into or deletes what is not a fork (merge, rebase, a forced
+  // bucket delete): with --yes it goes on; on a terminal it asks QUESTION [y/N]; elsewhere it
+  // throws a usage error (exit 64) before anything is sent. Anything but y/yes is no:
+  // "not confirmed; nothing was changed" (exit 64).
+  void confirm(const std::string& question) const;
 
  private:
   Environment env_;

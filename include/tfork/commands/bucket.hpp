@@ -62,12 +62,19 @@ struct RemoveItem {
   output::ItemStatus outcome;  // deleted | not_found | failed
 };
 
-struct RemoveResult {
-  std::vector<RemoveItem> buckets;  // in input order
+struct RemoveKeyItem {
+  std::string access_key_id;
+  std::string name;
+  output::ItemStatus outcome;  // deleted | already_gone | failed
 };
 
-// One item of the batch runner per bucket (the phase "buckets"); never throws for a bucket's
-// failure, which its item holds.
+struct RemoveResult {
+  std::vector<RemoveItem> buckets;  // in input order
+  std::vector<RemoveKeyItem> keys;  // the deleted forks' keys, revoked with them
+};
+
+// One item of the batch runner per bucket (phases "checks", "buckets", "keys"): a deleted
+// fork's keys are revoked with it; never throws for a bucket's failure, which its item holds.
 RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
                            const workflow::BatchSettings& settings);
 output::Json to_json(const RemoveResult& result);

@@ -28,15 +28,19 @@ struct ForkCreateOptions {
   bool any_version = false;
   bool keep_partial = false;
   bool exist_ok = false;
+  int add = 0;  // fork create --add K
 };
 
 // -n, --prefix, --snapshot, --any-version, --snapshot-name, --keys, --manifest. `for_run`:
 // -n is required and --keys has no `none` (run gives every agent a key).
 void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool for_run);
 
-// The plan of both commands (workflow::plan_fork_create, the default prefix from the clock
-// now; how the batch runs comes from cli::Context::batch_settings()). Throws
-// TforkError(usage) before anything is sent.
-workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options);
+// The plan of both commands (workflow::plan_fork_create, the default prefix from `now_ms`; how
+// the batch runs comes from cli::Context::batch_settings()). Throws TforkError(usage) before
+// anything is sent. Planned twice with the same clock, it names the same manifest: a run plans
+// once, claims the manifest (workflow::ManifestClaim), then plans again from what the claimed
+// file holds.
+workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options, std::int64_t now_ms);
+std::int64_t now_ms();  // the wall clock in Unix milliseconds
 
 }  // namespace tfork::commands

@@ -40,6 +40,11 @@ struct KeyPage {
 };
 std::expected<KeyPage, std::string> parse_key_list(const http::Response& response);
 
+// Every access key the credentials may list from `marker` on ("" : from the start), page after
+// page (a marker that repeats ends the listing). Throws TforkError for a failed request or an
+// unreadable page.
+std::vector<KeySummary> list_all_access_keys(tigris::Client& client, std::string marker = "");
+
 // A random RFC 4122 version-4 UUID.
 std::string new_uuid();
 

@@ -55,6 +55,9 @@ struct ForkCreateRequest {
   std::optional<std::filesystem::path> manifest_path;
   bool keep_partial = false;
   bool exist_ok = false;
+  // --add K: K more forks for the run of `manifest_path`, numbered on from its last one, from
+  // its snapshot (the manifest is adopted, keys and all).
+  int add = 0;
 };
 
 // The prefix of `fork create SOURCE -n COUNT` without --prefix: "<source>-fork-<now_ms>", with

@@ -91,4 +91,20 @@ void write_manifest(const std::filesystem::path& path, const Manifest& manifest,
 // Throws TforkError(usage) when the file is missing, unreadable or not a manifest.
 Manifest read_manifest(const std::filesystem::path& path);
 
+// A run's hold on its manifest path for as long as it lives (issue 21 §2): an exclusive lock
+// on `<manifest>.lock` (flock, released by the kernel if the process dies), removed again when
+// the claim ends. A second run given the same manifest meanwhile gets TforkError(conflict,
+// exit 6) at once and changes nothing.
+class ManifestClaim {
+ public:
+  explicit ManifestClaim(const std::filesystem::path& manifest);
+  ~ManifestClaim();
+  ManifestClaim(const ManifestClaim&) = delete;
+  ManifestClaim& operator=(const ManifestClaim&) = delete;
+
+ private:
+  std::filesystem::path lock_path_;
+  int fd_ = -1;
+};
+
 }  // namespace tfork::workflow

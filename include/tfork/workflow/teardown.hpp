@@ -4,11 +4,14 @@
 //
 // 1. HeadBucket of every target (with the first page of ListAccessKeys in the same batch): a
 //    bucket is deleted only when it shows it is a fork, of the expected source when known. A
-//    fork parent is left alone, key included, unless --recursive, which finds its descendants
-//    through the fork listing and deletes them children first. HeadBucket 404 is no proof of
-//    absence (a new fork may not be visible yet): the force DELETE goes out anyway.
-// 2. Every access key whose roles are all on buckets being deleted (or already gone) is
-//    revoked, whatever its name; a key with roles elsewhere too is reported, not deleted.
+//    fork parent is left in place (its keys revoked) unless --recursive, which finds its
+//    descendants through the fork listing and deletes them children first. A manifest's
+//    teardown is always recursive: forks made from the run's forks are part of the run. HeadBucket
+//    404 is no proof of absence (a new fork may not be visible yet): the force DELETE goes out
+//    anyway.
+// 2. Every access key whose roles are all on buckets being deleted (or already gone, or left
+//    only because they have forks) is revoked, whatever its name, and so is every key a
+//    manifest records; a key with roles elsewhere too is reported, not deleted.
 // 3. Buckets, children first; a parent refused because its children are still going
 //    (409, or 400/403 with a fork-related code) is retried with bounded, interruptible backoff.
 //    Only DeleteBucket 404 means gone. The last of these batches also lists the forks of the
@@ -65,8 +68,11 @@ struct TeardownPlan {
   std::vector<TeardownTarget> targets;    // in output order, each bucket once
   std::vector<SnapshotTarget> snapshots;  // deleted after the forks
   std::vector<ManifestFile> manifests;    // updated as the teardown goes
-  bool allow_non_fork = false;
+  bool allow_non_fork = false;  // also an empty bucket that is not a fork (no snapshots, forks)
   bool recursive = false;
+  // --dry-run: every read (heads, the fork and key listings), then a `would-delete` item per
+  // fork, key and snapshot that would go; nothing is changed and no manifest is written.
+  bool dry_run = false;
   // How long a refused parent delete is retried (children still disappearing).
   std::chrono::milliseconds parent_retry_budget{30000};
 };
@@ -130,10 +136,6 @@ struct TeardownResult {
 // "status", "error"?}], "keys": [{"access_key_id", "name", "status", "error"?}]}` (cli.md §6).
 output::Json to_json(const TeardownResult& result);
 std::string to_table(const TeardownResult& result);
-
-// The requests a teardown would send, for --dry-run (what to delete is only known once
-// HeadBucket and ListAccessKeys answer: listed as heads, the key listing, bucket deletes).
-std::vector<tigris::Operation> teardown_operations(const TeardownPlan& plan);
 
 TeardownResult run_teardown(tigris::Client& client, const TeardownPlan& plan,
                             const BatchSettings& settings);

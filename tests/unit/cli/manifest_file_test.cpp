@@ -128,3 +128,24 @@ TEST_CASE("write_manifest fails loudly, leaving the old file, when the directory
   CHECK_THROWS_AS(workflow::write_manifest(path, one_fork_manifest(), false), TforkError);
   CHECK_FALSE(fs::exists(path));
 }
+
+TEST_CASE("a manifest claimed by one run is refused to a second until the first ends",
+          "[manifest][claim]") {
+  ScratchDir dir;
+  const auto manifest = dir.path / "run.manifest.json";
+  {
+    const workflow::ManifestClaim first(manifest);
+    CHECK(fs::exists(dir.path / "run.manifest.json.lock"));
+    try {
+      const workflow::ManifestClaim second(manifest);
+      FAIL("a second claim of a held manifest succeeded");
+    } catch (const TforkError& e) {
+      CHECK(e.error().kind == ErrorKind::conflict);
+      CHECK_THAT(e.error().message, Catch::Contains("in use by another tfork run"));
+    }
+    // Another manifest in the same directory is another run's business.
+    CHECK_NOTHROW(workflow::ManifestClaim(dir.path / "other.manifest.json"));
+  }
+  CHECK_FALSE(fs::exists(dir.path / "run.manifest.json.lock"));
+  CHECK_NOTHROW(workflow::ManifestClaim(manifest));
+}

@@ -174,6 +174,24 @@ TEST_CASE("rebase moves the base to the parent's present and keeps the fork's wr
   REQUIRE(store->delete_bucket("src", true));
 }
 
+TEST_CASE("rebase keeps the fork's key roles: the agent's key still works", "[store][rebase]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("src", true));
+  REQUIRE(store->create_fork("agent", "src", std::nullopt));
+  auto key = store->create_access_key("agent", {{"agent", Role::editor}});
+  REQUIRE(key);
+  REQUIRE(store->rebase_fork("agent"));
+  auto got = store->get_access_key(key->id);
+  REQUIRE(got);
+  REQUIRE(got->roles.size() == 1);
+  CHECK(got->roles[0].bucket == "agent");
+  CHECK(got->roles[0].role == Role::editor);
+  // Still bound to the live bucket: deleting it takes the grant with it.
+  REQUIRE(store->delete_bucket("agent", true));
+  CHECK(store->get_access_key(key->id)->roles.empty());
+}
+
 TEST_CASE("rebase refuses non-forks and forks that have forks", "[store][rebase]") {
   TempDir dir;
   auto store = open_store(dir.path());
