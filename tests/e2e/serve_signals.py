@@ -84,24 +84,28 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("AWS_", "TIGRIS_", "TFORK_ROOT_"))}
         err_path = os.path.join(work, "early.err")
+        out_path = os.path.join(work, "early.out")
         runs = 0
+        before_listening = 0  # runs that ended without printing their export lines
         srv.stop()
-        for round_ in range(3):
+        for _ in range(3):
             for delay in DELAYS:
                 sig = signal.SIGTERM if (runs % 2 == 0) else signal.SIGINT
                 what = f"run {runs}: {sig.name} {delay * 1000:.1f} ms after tfork started"
-                with open(err_path, "wb") as err:
+                with open(err_path, "wb") as err, open(out_path, "wb") as out:
                     proc = subprocess.Popen(
                         [binary, "serve", "--data", data, "--listen", "127.0.0.1:0"],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                        env=env)
+                        stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
                 wait_until_running(proc, what)
                 if delay:
                     time.sleep(delay)
                 proc.send_signal(sig)
                 expect_clean_exit(proc, what, err_path)
+                before_listening += os.path.getsize(out_path) == 0
                 runs += 1
-        step(f"{runs} starts signalled early: each exited 0")
+        # Which moment each signal met is up to the scheduler: shown, not judged.
+        step(f"{runs} starts signalled early: each exited 0 ({before_listening} of them before "
+             "listening)")
 
         # Once listening, after a request: both signals still end it with 0.
         for sig in (signal.SIGTERM, signal.SIGINT):
