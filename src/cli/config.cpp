@@ -4,6 +4,7 @@
 #include "tfork/core/ascii.hpp"
 #include "tfork/core/error.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -330,6 +331,13 @@ ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const 
     return {{found->access_key_id, found->secret_access_key, ""},
             "Tigris CLI (" + tigris_config_path(env) + ", " + found->which + ")"};
   }
+  // Half a key in the environment is the likely mistake: said alone (issue 26 §3).
+  for (const auto& [id, secret] :
+       {std::pair{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"},
+        std::pair{"TIGRIS_STORAGE_ACCESS_KEY_ID", "TIGRIS_STORAGE_SECRET_ACCESS_KEY"}})
+    if (env(id) && !env(secret))
+      throw TforkError(ErrorKind::auth, "NoCredentials",
+                       fmt::format("{} is set but {} is not: set both (or neither)", id, secret));
   throw TforkError(
       ErrorKind::auth, "NoCredentials",
       "no credentials found. Tried, in order: --profile (not given); AWS_ACCESS_KEY_ID + "

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -226,9 +228,23 @@ void Context::confirm(const std::string& question) const {
     throw TforkError(ErrorKind::usage, "UsageError",
                      question + ": not on a terminal, so pass --yes to confirm");
   std::cerr << question << " [y/N] " << std::flush;
+  // Read by hand rather than through std::cin: a read restarts after SIGINT, a poll does not,
+  // so Ctrl-C at the question ends tfork at once (exit 130) instead of waiting for a line.
   std::string answer;
-  if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes"))
-    throw TforkError(ErrorKind::usage, "NotConfirmed", "not confirmed; nothing was changed");
+  for (;;) {
+    if (interrupted())
+      throw TforkError(ErrorKind::interrupted, "Interrupted",
+                       "interrupted at the question; nothing was changed");
+    pollfd ready{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&ready, 1, 250) <= 0) continue;  // a signal (EINTR), or the 250 ms backstop
+    char c = 0;
+    const auto n = ::read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;  // end of input is no
+    answer += c;
+  }
+  if (answer != "y" && answer != "Y" && answer != "yes")
+    throw TforkError(ErrorKind::other, "NotConfirmed", "not confirmed; nothing was changed");
 }
 
 CommandResult Context::dry_run(std::span<const tigris::Operation> operations) {

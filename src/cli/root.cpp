@@ -49,7 +49,7 @@ void configure_logging(const GlobalOptions& options, const Environment& env) {
 void add_global_options(CLI::App& app, GlobalOptions& o) {
   const char* group = "Global options";
   app.add_option("-o,--output", o.output, "Output format: table or json (env TFORK_OUTPUT)")
-      ->check(one_of("--output", {"table", "json"}))
+      ->transform(one_of("--output", {"table", "json"}))
       ->group(group);
   app.add_flag("--json", o.json, "Shorthand for --output json")->group(group);
   app.add_option("--endpoint-url", o.config.endpoint_url,
@@ -102,7 +102,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--progress", o.progress,
                  "Progress on stderr: auto, plain, json or none (auto: a live line on a "
                  "terminal, plain lines elsewhere; json: one event per line, for programs)")
-      ->check(one_of("--progress", {"auto", "plain", "json", "none"}))
+      ->transform(one_of("--progress", {"auto", "plain", "json", "none"}))
       ->type_name("MODE")
       ->group(group);
   app.add_flag("--no-color", o.no_color, "No colour on stderr (also NO_COLOR)")->group(group);
@@ -203,7 +203,9 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& error,
                        const std::vector<std::string>& arguments, Context& context, bool json) {
   CLI::App& reached = deepest_parsed(app);
   std::string message;
-  if (auto unknown = unknown_command_message(app, arguments)) {
+  if (auto option = unknown_option_message(app, arguments)) {
+    message = *option;
+  } else if (auto unknown = unknown_command_message(app, arguments)) {
     message = *unknown;
   } else if (dynamic_cast<const CLI::RequiredError*>(&error) &&
              !reached.get_subcommands([](CLI::App*) { return true; }).empty() &&

@@ -137,6 +137,72 @@ std::optional<std::string> unknown_command_message(CLI::App& root,
   return std::nullopt;
 }
 
+namespace {
+
+// The option `word` names ("--prefix", "-n", "--output=json", "-ojson", "-vv"), on `app` or a
+// command above it; nullptr when none does.
+const CLI::Option* known_option(CLI::App& app, std::string_view word) {
+  std::string name(word.substr(0, word.find('=')));
+  for (CLI::App* at = &app; at; at = at->get_parent()) {
+    if (const auto* option = at->get_option_no_throw(name)) return option;
+    // A short option with its value or a cluster attached: "-ojson", "-vv".
+    if (!name.starts_with("--") && name.size() > 2)
+      if (const auto* option = at->get_option_no_throw(name.substr(0, 2))) return option;
+  }
+  return nullptr;
+}
+
+// The nearest option name to a mistyped `word`, among the options of `app` and above.
+std::optional<std::string> nearest_option(CLI::App& app, std::string_view word) {
+  std::optional<std::string> best;
+  std::size_t best_distance = 0;
+  for (CLI::App* at = &app; at; at = at->get_parent()) {
+    for (const auto* option : at->get_options()) {
+      for (const auto& long_name : option->get_lnames()) {
+        const auto name = "--" + long_name;
+        const std::size_t distance = edit_distance(word, name);
+        if (!best || distance < best_distance) {
+          best = name;
+          best_distance = distance;
+        }
+      }
+    }
+  }
+  const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
+  if (best && best_distance <= allowed) return best;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> unknown_option_message(CLI::App& root,
+                                                  const std::vector<std::string>& arguments) {
+  CLI::App* at = &root;
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const auto& word = arguments[i];
+    if (word == "--") break;
+    if (!word.starts_with('-') || word == "-") {
+      if (auto* child = find_subcommand(*at, word)) {
+        at = child;
+        continue;
+      }
+      if (!children(*at).empty()) return std::nullopt;  // an unknown command: said as such
+      continue;                                         // a leaf's argument
+    }
+    if (known_option(*at, word)) {
+      if (takes_separate_value(*at, word)) ++i;
+      continue;
+    }
+    std::string message = "unknown option '" + word + "' for '" + command_path(*at) + "'";
+    if (word == "-V")
+      message += "; did you mean 'tfork version' (or --version)?";
+    else if (auto nearest = nearest_option(*at, word.substr(0, word.find('='))))
+      message += "; did you mean '" + *nearest + "'?";
+    return message;
+  }
+  return std::nullopt;
+}
+
 bool asks_for_json(const std::vector<std::string>& arguments,
                    const std::optional<std::string>& tfork_output) {
   std::optional<std::string> output;

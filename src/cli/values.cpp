@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -77,8 +79,16 @@ CLI::Validator one_of(std::string flag, std::initializer_list<std::string_view> 
   description += "}";
   return CLI::Validator(
       [flag, list, joined](std::string& value) -> std::string {
-        for (const auto& choice : list)
-          if (value == choice) return {};
+        // Case does not matter ("--keys Editor" is editor); the value becomes the choice.
+        for (const auto& choice : list) {
+          if (value.size() != choice.size()) continue;
+          if (std::ranges::equal(value, choice, [](unsigned char a, unsigned char b) {
+                return std::tolower(a) == std::tolower(b);
+              })) {
+            value = choice;
+            return {};
+          }
+        }
         return fmt::format("{} must be one of: {} (got '{}')", flag, joined, shown(value));
       },
       description);
@@ -86,10 +96,17 @@ CLI::Validator one_of(std::string flag, std::initializer_list<std::string_view> 
 
 std::string validation_message(std::string_view what) {
   // CLI11 writes "<option name>: <message>"; the checks above start their message with the
-  // option as typed ("-n needs ..."), so the prefix only repeats it.
-  const auto colon = what.find(": -");
-  if (colon != std::string_view::npos && what.substr(0, colon).find(' ') == std::string_view::npos)
-    return std::string(what.substr(colon + 2));
+  // option as typed ("-n needs ...", "SHELL must be ..."), so the prefix only repeats it.
+  const auto colon = what.find(": ");
+  if (colon != std::string_view::npos &&
+      what.substr(0, colon).find(' ') == std::string_view::npos) {
+    const auto name = what.substr(0, colon);
+    const auto rest = what.substr(colon + 2);
+    if (rest.starts_with('-') || rest.starts_with(name)) return std::string(rest);
+    // "--manifest: 1 required TEXT missing": an option given without its value.
+    if (rest.find(" required ") != std::string_view::npos && rest.ends_with(" missing"))
+      return fmt::format("{} needs a value", name);
+  }
   return std::string(what);
 }
 

@@ -55,11 +55,14 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
       if (options.snapshots && !info.snapshots_enabled) {
         // cli.md §10: asked for snapshots on a regular bucket of ours: turn them on.
         run_bucket_set(client, options.name, true);
-        return {options.name, false, true};
+        return {options.name, false, true, true};
       }
       return {options.name, false, info.snapshots_enabled};
     }
   }
+  // Say what to do: a bucket of ours is fine with --exist-ok (issue 26 §3).
+  if (!options.exist_ok && error->code == "BucketAlreadyOwnedByYou")
+    error->message += "; --exist-ok accepts a bucket you already own";
   throw TforkError(std::move(*error));
 }
 
@@ -96,7 +99,9 @@ output::Json to_json(const CreateResult& result) {
 std::string to_table(const CreateResult& result) {
   return fmt::format("{} bucket {} (snapshots {})\n",
                      result.created ? "Created" : "Already exists:", result.bucket,
-                     result.snapshots_enabled ? "enabled" : "disabled");
+                     result.snapshots_turned_on ? "turned on"
+                     : result.snapshots_enabled ? "enabled"
+                                                : "disabled");
 }
 
 // ---- bucket rm
@@ -222,6 +227,8 @@ RemoveResult run_bucket_rm(tigris::Client& client, const RemoveOptions& options,
         runner.run(&phase, std::move(deletes), [&](std::size_t, const http::Result& answer) {
           if (auto error = tigris::error_from_result(answer, "DeleteBucket")) {
             if (bucket_gone(*error)) return workflow::Verdict::done(Status::not_found);
+            if (error->code == "BucketNotEmpty" && !options.force)
+              error->message += " (--force deletes its objects too)";
             return workflow::Verdict::done(Status::failed, std::move(*error));
           }
           return workflow::Verdict::done(Status::deleted);
@@ -712,7 +719,7 @@ void register_bucket(CLI::App& root, cli::Context& context) {
       std::string("\n\n") + set->get_footer());
   set->add_option("NAME", set_options->name, "Bucket name")->required();
   set->add_option("--snapshots", set_options->snapshots, "on or off")
-      ->check(cli::one_of("--snapshots", {"on", "off"}))
+      ->transform(cli::one_of("--snapshots", {"on", "off"}))
       ->required();
   cli::on_run(*set, context,
               [&context, set_options] { return run_bucket_set(*set_options, context); });

@@ -494,7 +494,13 @@ void register_completion(CLI::App& root, cli::Context& context) {
       std::string("\n\n") + command->get_footer());
   command->add_option("SHELL", *shell, "bash, zsh or fish")
       ->required()
-      ->check(cli::one_of("SHELL", {"bash", "zsh", "fish"}));
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "bash" || value == "zsh" || value == "fish") return {};
+            return "tfork completion writes scripts for bash, zsh and fish, not '" +
+                   output::printable(value) + "'";
+          },
+          "{bash,zsh,fish}"));
   // The whole tree exists by the time the command runs (every command is registered). The
   // script is text whatever --output says.
   const CLI::App* app = &root;

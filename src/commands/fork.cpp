@@ -67,6 +67,14 @@ std::string create_summary(const workflow::ForkCreatePlan& plan,
 }
 
 cli::CommandResult run_create(const ForkCreateOptions& options, cli::Context& context) {
+  // `fork create ds1 100` most likely meant -n 100 (issue 26 §3): a fork named by digits alone
+  // is asked for on a terminal, and needs --yes elsewhere.
+  for (const auto& name : options.names)
+    if (std::ranges::all_of(name, [](unsigned char c) { return std::isdigit(c); }))
+      context.confirm(
+          fmt::format("Create one fork named '{}'? (for {} forks: tfork fork create {} "
+                      "-n {})",
+                      name, name, options.source, name));
   const auto clock = now_ms();
   auto plan = plan_fork_create(options, clock);
   // The manifest is this run's until it ends; what it holds is read again once claimed.
@@ -160,7 +168,7 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
   command
       ->add_option("--format", options->format,
                    "env (export/unset lines, the default), dotenv, or json")
-      ->check(cli::one_of("--format", {"env", "dotenv", "json"}));
+      ->transform(cli::one_of("--format", {"env", "dotenv", "json"}));
   cli::on_run(*command, context, [options] { return run_env(*options); });
 }
 

@@ -40,10 +40,10 @@ void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool
                      "Name of the snapshot taken (default 'tfork <prefix>')");
   if (for_run) {
     command.add_option("--keys", options.keys, "Key per fork: editor (default) or readonly")
-        ->check(cli::one_of("--keys", {"editor", "readonly"}));
+        ->transform(cli::one_of("--keys", {"editor", "readonly"}));
   } else {
     command.add_option("--keys", options.keys, "Key per fork: editor (default), readonly, none")
-        ->check(cli::one_of("--keys", {"editor", "readonly", "none"}));
+        ->transform(cli::one_of("--keys", {"editor", "readonly", "none"}));
   }
   command.add_option("--manifest", options.manifest,
                      "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "

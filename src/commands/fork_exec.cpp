@@ -100,7 +100,7 @@ void add_agent_options(CLI::App& command, AgentOptions& options) {
   command
       .add_option("--sandbox", options.sandbox,
                   "auto (default: bubblewrap), bwrap, or none (the agent can read your files)")
-      ->check(cli::one_of("--sandbox", {"auto", "bwrap", "none"}));
+      ->transform(cli::one_of("--sandbox", {"auto", "bwrap", "none"}));
   command.add_option("--workdir", options.workdir,
                      "Each agent works in DIR/<fork>, kept afterwards (default: "
                      "<manifest>.work beside the manifest)");
@@ -486,7 +486,7 @@ void register_run(CLI::App& root, cli::Context& context) {
   command
       ->add_option("--keep", options->keep,
                    "Forks kept afterwards: none (default), failed, succeeded, all")
-      ->check(cli::one_of("--keep", {"none", "failed", "succeeded", "all"}));
+      ->transform(cli::one_of("--keep", {"none", "failed", "succeeded", "all"}));
   command->add_flag("--keep-on-interrupt", options->keep_on_interrupt,
                     "When interrupted, keep every fork and key (default: tear down what --keep "
                     "does not keep)");

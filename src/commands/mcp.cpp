@@ -262,7 +262,7 @@ void add_client_argument(CLI::App& command, std::string& client) {
   command
       .add_option("CLIENT", client,
                   "The coding agent: claude-code, cursor, vscode, codex or gemini")
-      ->check(cli::one_of("CLIENT", {"claude-code", "cursor", "vscode", "codex", "gemini"}))
+      ->transform(cli::one_of("CLIENT", {"claude-code", "cursor", "vscode", "codex", "gemini"}))
       ->required();
 }
 

@@ -45,7 +45,15 @@ void check(const TakeOptions& options) {
 
 TakeResult run_snapshot_take(tigris::Client& client, const TakeOptions& options) {
   const auto operation = tigris::take_snapshot(options.bucket, options.name);
-  const auto response = tigris::expect_success(client.send(operation), operation.name);
+  const auto answer = client.send(operation);
+  if (auto error = tigris::error_from_result(answer, operation.name)) {
+    // A 400 here is most often a regular bucket: say how to turn snapshots on (issue 26 §3).
+    if (error->http_status == 400)
+      error->message +=
+          "; if snapshots are off: tfork bucket set " + options.bucket + " --snapshots on";
+    throw TforkError(std::move(*error));
+  }
+  const auto& response = *answer;
   auto version = tigris::parse_snapshot_version(response);
   if (!version) {
     throw TforkError(Error{ErrorKind::other,

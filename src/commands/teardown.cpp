@@ -97,8 +97,8 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
     if (parsed) older_than = std::chrono::duration_cast<std::chrono::seconds>(*parsed);
     if (!older_than)
       usage_error(
-          "--older-than must be a count and a unit, e.g. 90s, 30m, 12h, 7d "
-          "or 2w (got '" +
+          "--older-than must be a count and a unit from 1s up to 100 years, e.g. 90s, 30m, 12h, "
+          "7d or 2w (got '" +
           options.older_than + "')");
   }
   if (options.delete_snapshot && options.manifests.empty())

@@ -81,10 +81,18 @@ std::string_view change_name(ChangeKind kind) {
 }
 
 DiffTarget diff_target(tigris::Client& client, std::string_view fork) {
-  const auto head = tigris::parse_head_bucket(
-      tigris::expect_success(client.send(tigris::head_bucket(fork)), "HeadBucket"));
+  const auto answer = client.send(tigris::head_bucket(fork));
+  if (auto error = tigris::error_from_result(answer, "HeadBucket")) {
+    // Said as fork head says it (issue 26 §3), not as a bare HTTP 404.
+    if (error->http_status == 404)
+      throw TforkError(ErrorKind::not_found, "NoSuchBucket",
+                       "bucket " + std::string(fork) + " does not exist");
+    throw TforkError(std::move(*error));
+  }
+  const auto head = tigris::parse_head_bucket(*answer);
+  // A request was sent: not a usage error (exit 64 is for what is refused before sending).
   if (!head.fork_source || !head.fork_source_snapshot || head.fork_source_snapshot->empty())
-    throw TforkError(ErrorKind::usage, "NotAFork",
+    throw TforkError(ErrorKind::conflict, "NotAFork",
                      "bucket " + std::string(fork) + " is not a fork: there is nothing to diff");
   return DiffTarget{std::string(fork), *head.fork_source, *head.fork_source_snapshot};
 }

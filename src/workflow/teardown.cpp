@@ -535,7 +535,9 @@ class TeardownRun {
             const auto i = wave[k];
             auto& item = result_.forks[i];
             auto error = tigris::error_from_result(answer, "DeleteBucket");
-            if (error && is_fork_refusal(*error)) {
+            // A bucket that is not a fork is deleted without force: its BucketNotEmpty (409) is
+            // the answer, not forks still going.
+            if (error && is_fork_refusal(*error) && !states_[i].non_fork) {
               // Its forks are still going: asked again shortly.
               if (const auto wait = refused_parent.wait(tries[k], started)) {
                 spdlog::info("{}: still sees its forks going; asking again in {} ms", item.bucket,

@@ -196,12 +196,25 @@ TEST_CASE("fork diff merges two paged listings, the source read at the fork's sn
   }
 }
 
-TEST_CASE("fork diff of a bucket that is not a fork is a usage error", "[fork][diff]") {
+TEST_CASE("fork diff of a bucket that is not a fork is a conflict (a request was sent)",
+          "[fork][diff]") {
   FakeTransport transport([](const http::Request&) -> http::Result {
     return ok(200, {{"X-Tigris-Enable-Snapshot", "true"}});
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  CHECK(failure_kind([&] { workflow::diff_target(client, "data"); }) == ErrorKind::usage);
+  CHECK(failure_kind([&] { workflow::diff_target(client, "data"); }) == ErrorKind::conflict);
+}
+
+TEST_CASE("fork diff of a missing bucket says it does not exist", "[fork][diff]") {
+  FakeTransport transport([](const http::Request&) -> http::Result { return ok(404); });
+  tigris::Client client(settings(), transport, fixed_clock());
+  try {
+    workflow::diff_target(client, "gone");
+    FAIL("diff_target of a missing bucket returned");
+  } catch (const TforkError& e) {
+    CHECK(e.error().kind == ErrorKind::not_found);
+    CHECK(e.error().message == "bucket gone does not exist");
+  }
 }
 
 TEST_CASE("bucket set --snapshots: PATCH {\"type\":N}; off refused for forks and parents",

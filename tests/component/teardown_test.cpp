@@ -452,14 +452,24 @@ TEST_CASE("--allow-non-fork deletes an empty bucket only, never with force", "[t
   tigris.buckets["run-1"] = {"data", "1"};
   tigris.buckets["plain"] = {};
   tigris.keys["tid_plain"] = {"app", "plain", "Editor"};
+  tigris.buckets["full"] = {};
+  tigris.fail_when = [](const ParsedRequest& r) -> std::optional<http::Result> {
+    if (r.method == "DELETE" && r.bucket == "full")
+      return http::Response{409, {}, "<Error><Code>BucketNotEmpty</Code></Error>", 1};
+    return std::nullopt;
+  };
   auto transport = tigris.transport();
   auto client = make_client(*transport);
-  auto plan = workflow::plan_from_names({"data", "plain"});
+  auto plan = workflow::plan_from_names({"data", "plain", "full"});
   plan.allow_non_fork = true;
   const auto result = workflow::run_teardown(client, plan, batch(no_interrupt));
   CHECK(result.forks[0].status == BucketOutcome::skipped);  // it has forks
   CHECK(result.forks[0].error->code == "BucketHasForks");
   CHECK(result.forks[1].status == BucketOutcome::deleted);
+  CHECK(result.forks[2].status == BucketOutcome::failed);  // refused once, not retried
+  CHECK(std::ranges::count_if(transport->requests, [](const http::Request& r) {
+          return r.method == "DELETE" && r.url == k_endpoint + "/full";
+        }) == 1);
   CHECK(tigris.buckets.contains("data"));
   CHECK(tigris.keys.contains("tid_plain"));  // the operator's key for a bucket of theirs
   for (const auto& request : transport->requests)

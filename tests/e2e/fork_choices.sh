@@ -9,7 +9,8 @@
 #   - teardown of a fork that has forks (issue 7 §4, issue 21 §2): by name it is left (its key
 #     revoked) unless --recursive; --manifest always takes the forks its agents made, children
 #     first.
-#   - `fork merge` on a terminal (issue 8): it asks; 'n' or Ctrl-D change nothing, 'y' merges.
+#   - `fork merge` on a terminal (issue 8, issue 26 §3): it asks; 'n' or Ctrl-D change nothing
+#     (exit 1), Ctrl-C ends it at once (130), 'y' merges.
 #   - teardown by names and by --source --prefix revokes the keys an agent minted for its own
 #     fork under any name, and reports (keeps) a key that also reaches another bucket.
 #   - `fork exec` (issue 8): --parallel bounds the agents running at once, --logs, --timeout,
@@ -181,62 +182,26 @@ check_eq "src untouched" three "$(object_in src a.txt)"
 
 # ---- fork merge asks on a terminal (issue 8)
 
-# answer_on_pty ANSWER ARGS...: tfork ARGS with stdin and stderr on a pseudo-terminal; once the
-# question "[y/N]" appears (deadline 60 s, never a fixed wait) types ANSWER (Ctrl-D when it is
-# EOF). Sets RC; the terminal's text is in $WORK/pty.err.
-answer_on_pty() {
-  local answer=$1
-  shift
-  RC=0
-  python3 - "$WORK/pty.err" "$answer" "$TFORK" "$@" <<'PY' || RC=$?
-import os, pty, select, subprocess, sys, time
-err_path, answer, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
-master, slave = pty.openpty()
-child = subprocess.Popen(argv, stdin=slave, stdout=subprocess.DEVNULL, stderr=slave)
-os.close(slave)
-data, sent, deadline = b"", False, time.monotonic() + 60
-while time.monotonic() < deadline:
-    ready, _, _ = select.select([master], [], [], 1)
-    if ready:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        data += chunk
-    if not sent and b"[y/N]" in data:
-        os.write(master, b"\x04" if answer == "EOF" else answer.encode() + b"\n")
-        sent = True
-    if child.poll() is not None and not ready:
-        break
-os.close(master)
-open(err_path, "wb").write(data)
-try:
-    code = child.wait(timeout=60)
-except subprocess.TimeoutExpired:
-    child.kill()
-    code = 124
-sys.exit(code if sent else 125)
-PY
-  [[ $RC != 125 ]] || fail "$*: the question never appeared: $(cat "$WORK/pty.err")"
-}
-
 step "setup: a fork m-1 of src that wrote merged.txt"
 expect_rc "fork create m" 0 tf fork create src m-1 --keys none -q
 put_object m-1 merged.txt "from m-1"
 
 step "fork merge on a terminal: the question names both buckets; 'n' changes nothing"
 answer_on_pty n fork merge m-1
-check_eq "exit after n" 64 "$RC"
+check_eq "exit after n" 1 "$RC"
 check_contains "the question" "$(cat "$WORK/pty.err")" "Merge fork m-1 into src? This writes into src"
 check_contains "the refusal" "$(cat "$WORK/pty.err")" "not confirmed; nothing was changed"
 check_eq "src after n" "<404>" "$(object_in src merged.txt)"
 
 step "fork merge on a terminal: Ctrl-D is no"
 answer_on_pty EOF fork merge m-1
-check_eq "exit after Ctrl-D" 64 "$RC"
+check_eq "exit after Ctrl-D" 1 "$RC"
 check_eq "src after Ctrl-D" "<404>" "$(object_in src merged.txt)"
+
+step "fork merge on a terminal: Ctrl-C at the question ends it at once (130)"
+answer_on_pty SIGINT fork merge m-1
+check_eq "exit after Ctrl-C" 130 "$RC"
+check_eq "src after Ctrl-C" "<404>" "$(object_in src merged.txt)"
 
 step "fork merge on a terminal: 'y' merges"
 answer_on_pty y fork merge m-1

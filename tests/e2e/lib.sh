@@ -26,6 +26,8 @@
 #   xml_value TAG              the first <TAG>…</TAG> of the last S3_BODY
 #   json_get EXPR < JSON       a Python expression over the parsed document `d`
 #   expect_rc WHAT CODE CMD... runs CMD, output in $OUT/stdout and $OUT/stderr, fails unless exit CODE
+#   answer_on_pty ANSWER ARGS...  tfork ARGS on a pseudo-terminal, ANSWER typed at its [y/N]
+#                   question (EOF: Ctrl-D; SIGINT: the signal); sets RC
 #   step, skip, fail, check_eq, check_contains, check_not_contains, check_status, check_code
 #
 # Exit codes: 0 pass, 1 fail, 125 skipped (reason on stderr).
@@ -288,6 +290,51 @@ iam() {
 
 # urlencode TEXT: form encoding of one value.
 urlencode() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+
+# answer_on_pty ANSWER ARGS...: tfork ARGS with stdin and stderr on a pseudo-terminal; once the
+# question "[y/N]" appears (deadline 60 s, never a fixed wait) types ANSWER (Ctrl-D when it is
+# EOF; SIGINT sends tfork that signal, as Ctrl-C on its terminal would). Sets RC; the
+# terminal's text is in $WORK/pty.err.
+answer_on_pty() {
+  local answer=$1
+  shift
+  RC=0
+  python3 - "$WORK/pty.err" "$answer" "$TFORK" "$@" <<'PY' || RC=$?
+import os, pty, select, signal, subprocess, sys, time
+err_path, answer, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+master, slave = pty.openpty()
+child = subprocess.Popen(argv, stdin=slave, stdout=subprocess.DEVNULL, stderr=slave)
+os.close(slave)
+data, sent, deadline = b"", False, time.monotonic() + 60
+while time.monotonic() < deadline:
+    ready, _, _ = select.select([master], [], [], 1)
+    if ready:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        data += chunk
+    if not sent and b"[y/N]" in data:
+        if answer == "SIGINT":
+            child.send_signal(signal.SIGINT)
+        else:
+            os.write(master, b"\x04" if answer == "EOF" else answer.encode() + b"\n")
+        sent = True
+    if child.poll() is not None and not ready:
+        break
+os.close(master)
+open(err_path, "wb").write(data)
+try:
+    code = child.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    child.kill()
+    code = 124
+sys.exit(code if sent else 125)
+PY
+  [[ $RC != 125 ]] || fail "$*: the question never appeared: $(cat "$WORK/pty.err")"
+}
 
 random_file() { # random_file PATH BYTES
   head -c "$2" /dev/urandom >"$1"

@@ -65,6 +65,18 @@ check_eq "full keeps its object" two "$S3_BODY"
 check_eq "snapped" 200 "$(bucket_status snapped)"
 check_eq "data keeps its object" 200 "$(s3 GET /data/a.txt; printf '%s' "$S3_STATUS")"
 
+step "bucket rm --force on a terminal asks: 'n' keeps the bucket (exit 1), 'y' deletes it"
+expect_rc "bucket create asked" 0 tf bucket create asked
+s3 PUT /asked/c.txt --body three
+check_status 200
+answer_on_pty n bucket rm asked --force
+check_eq "exit after n" 1 "$RC"
+check_contains "the question" "$(cat "$WORK/pty.err")" "Delete asked and every object in it (--force)?"
+check_eq "asked after n" 200 "$(bucket_status asked)"
+answer_on_pty y bucket rm asked --force
+check_eq "exit after y" 0 "$RC"
+check_eq "asked after y" 404 "$(bucket_status asked)"
+
 step "bucket rm --force asks: exit 64 without --yes off a terminal"
 expect_rc "bucket rm full --force" 64 tf bucket rm full --force
 check_eq "full" 200 "$(bucket_status full)"

@@ -100,8 +100,9 @@ class Context {
   CommandResult dry_run(std::span<const tigris::Operation> operations);
   // An operator's act that writes into or deletes what is not a fork (merge, rebase, a forced
   // bucket delete): with --yes it goes on; on a terminal it asks QUESTION [y/N]; elsewhere it
-  // throws a usage error (exit 64) before anything is sent. Anything but y/yes is no:
-  // "not confirmed; nothing was changed" (exit 64).
+  // throws a usage error (exit 64) before anything is sent. Anything but y/yes (end of input
+  // included) is no: "not confirmed; nothing was changed" (exit 1); Ctrl-C at the question
+  // ends tfork at once (exit 130).
   void confirm(const std::string& question) const;
 
  private:

@@ -35,6 +35,12 @@ std::optional<std::string> nearest_subcommand(CLI::App& parent, std::string_view
 std::optional<std::string> unknown_command_message(CLI::App& root,
                                                    const std::vector<std::string>& arguments);
 
+// When `arguments` hold an option that neither the command it follows nor any command above
+// it knows, the message that says so and suggests the nearest ("unknown option '--prefx' for
+// 'tfork fork create'; did you mean '--prefix'?").
+std::optional<std::string> unknown_option_message(CLI::App& root,
+                                                  const std::vector<std::string>& arguments);
+
 // Whether the command line or TFORK_OUTPUT asks for JSON (--json, -o json, --output json,
 // --output=json, -ojson): read before parsing, so that a parse error is JSON too.
 bool asks_for_json(const std::vector<std::string>& arguments,

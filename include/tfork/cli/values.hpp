@@ -22,7 +22,8 @@ CLI::Validator number_between(std::string flag, double min, double max);
 // "--connect-timeout needs a number of seconds above 0 (got '-1')".
 CLI::Validator positive_seconds(std::string flag);
 
-// "--output must be one of: table, json (got 'yaml')".
+// "--output must be one of: table, json (got 'yaml')". Case does not matter: the value becomes
+// the choice it names ("Editor" is editor), so register it with ->transform, not ->check.
 CLI::Validator one_of(std::string flag, std::initializer_list<std::string_view> choices);
 
 // The message of a CLI11 ValidationError raised by one of the checks above, without the

@@ -28,6 +28,7 @@ struct CreateResult {
   std::string bucket;
   bool created = false;
   bool snapshots_enabled = false;
+  bool snapshots_turned_on = false;  // --snapshots --exist-ok on a regular bucket of ours
 };
 
 // Throws TforkError for a failure (exit code of its kind). With --exist-ok and --snapshots,

@@ -30,7 +30,7 @@ TEST_CASE("a key's grant dies with its bucket and never reaches a reused name", 
   CHECK(server.get("/later-bucket?list-type=2", {}, early).status == 403);
 }
 
-TEST_CASE("scoped keys create no plain buckets, and fork only under their bucket's name",
+TEST_CASE("scoped keys create no plain buckets; an Editor forks only under its bucket's name",
           "[server][keys]") {
   Server server;
   REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
@@ -44,7 +44,11 @@ TEST_CASE("scoped keys create no plain buckets, and fork only under their bucket
         server.put("/someone-elses-run", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}, key);
     CHECK(squat.status == 403);
   }
+  // A ReadOnly key creates nothing, not even a fork of its bucket (tigris-wire §10); an
+  // Editor forks under its bucket's name.
   CHECK(server.put("/source-agent1", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}, reader)
+            .status == 403);
+  CHECK(server.put("/source-agent1", "", {{"X-Tigris-Fork-Source-Bucket", "source"}}, editor)
             .status == 200);
   CHECK_FALSE(server.store().head_bucket("free-name").has_value());
   CHECK_FALSE(server.store().head_bucket("someone-elses-run").has_value());
