@@ -27,7 +27,7 @@ _tfork_options() {
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
+    'serve') echo '--data --listen --allow-remote --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;
@@ -49,7 +49,7 @@ _tfork_value_options() {
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
-    'serve') echo '--data --listen --root-access-key --root-secret-key-file --root-secret-key --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
+    'serve') echo '--data --listen --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than' ;;
     'snapshot take') echo '--name' ;;
@@ -91,6 +91,7 @@ _tfork_option_values() {
     'run|--keep') echo 'none failed succeeded all' ;;
     'run|--sandbox') echo 'auto bwrap none' ;;
     'serve|--data') echo '@file' ;;
+    'serve|--env-file') echo '@file' ;;
     'serve|--root-secret-key-file') echo '@file' ;;
     'teardown|--manifest') echo '@file' ;;
   esac

@@ -345,8 +345,8 @@ ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const 
       "profile '" +
           profile + "' in " + credentials_path(env) + " and " + config_path(env) +
           "; the Tigris CLI's " + tigris_config_path(env) +
-          ". Set one of these; for a local store: tfork serve --data DIR > tfork.env & then . "
-          "./tfork.env (serve prints the export lines and keeps running)");
+          ". Set one of these; for a local store: tfork serve --data DIR --env-file tfork.env & "
+          "then, once tfork.env exists (written when it listens), . ./tfork.env");
 }
 
 }  // namespace tfork::cli

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace tfork::cli {
@@ -31,13 +32,29 @@ extern "C" void on_interrupt(int signal) {
   // A second Ctrl-C (or SIGTERM) stops at once.
   std::signal(signal, SIG_DFL);
 }
+
+sigset_t interrupt_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
 }  // namespace
+
+void block_interrupts() {
+  const auto signals = interrupt_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
 
 // SIGTERM is handled exactly like SIGINT (CI cancels with SIGTERM, cli.md §5): in-flight
 // requests end, the manifest is complete, and the exit code says which signal it was.
 void install_interrupt_handler() {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  // One that arrived since main() blocked them is delivered now.
+  const auto signals = interrupt_signals();
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
 }
 
 int interrupted_exit_code(int code) {

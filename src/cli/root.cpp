@@ -298,7 +298,6 @@ int run(int argc, char** argv, Context& context) {
   std::string usage_hint = "tfork";
   try {
     app = make_app(context, arguments);
-    install_interrupt_handler();
     if (arguments.empty() && !context.has_separator) {
       // Bare `tfork`: what it can do, and the usage exit code (nothing was asked).
       std::cerr << app->help();
@@ -310,6 +309,8 @@ int run(int argc, char** argv, Context& context) {
     usage_hint = command_path(deepest_parsed(*app));
     if (context.has_separator && !context.takes_command)
       usage_error("this command takes no command after --");
+    // `serve` takes SIGINT/SIGTERM with sigwait; every other command through interrupted().
+    if (!context.takes_signals) install_interrupt_handler();
     if (context.selected_command) result = context.selected_command();
   } catch (const CLI::Success& done) {  // --help, --version
     return app->exit(done);

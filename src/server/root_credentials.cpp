@@ -41,7 +41,7 @@ std::optional<RootCredentials> read_file(const std::filesystem::path& path) {
 RootCredentials resolve_root_credentials(const ServeOptions& options) {
   if (!options.root_access_key.empty() || !options.root_secret_key.empty()) {
     if (options.root_access_key.empty() || options.root_secret_key.empty()) {
-      throw std::runtime_error("--root-access-key and --root-secret-key go together");
+      throw std::runtime_error("--root-access-key and --root-secret-key-file go together");
     }
     return {options.root_access_key, options.root_secret_key, "flags"};
   }

@@ -57,7 +57,10 @@ std::optional<Error> prepare_data_dir(const std::filesystem::path& dir) {
   return std::nullopt;
 }
 
-// SIGINT and SIGTERM are blocked in every thread (the mask is inherited), and taken here.
+// SIGINT and SIGTERM are blocked in every thread and taken here, by sigwait. main() blocked
+// them before any thread started (cli::block_interrupts); blocking them again here keeps
+// run_server right when it is called from elsewhere, since every thread it starts inherits
+// the mask. A signal that arrives before the server listens stays pending until taken.
 class SignalWait {
  public:
   SignalWait() {
@@ -69,6 +72,14 @@ class SignalWait {
   ~SignalWait() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
   SignalWait(const SignalWait&) = delete;
   SignalWait& operator=(const SignalWait&) = delete;
+
+  // The signal already pending, if one is: taken without waiting.
+  std::optional<int> arrived() {
+    const timespec now{};
+    const int signal = sigtimedwait(&signals_, nullptr, &now);
+    if (signal > 0) return signal;
+    return std::nullopt;
+  }
 
   int wait() {
     int signal = 0;
@@ -82,12 +93,17 @@ class SignalWait {
   sigset_t previous_{};
 };
 
+const char* signal_name(int signal) {
+  return signal == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
 }  // namespace
 
 std::optional<Error> run_server(
     const ServeOptions& options,
     const std::function<void(int port, const std::string& access_key,
                              const std::string& secret_key)>& on_ready) {
+  SignalWait signals;  // before any thread starts
   if (auto refused = prepare_data_dir(options.data_dir)) return refused;
   // The store takes <data>/LOCK first, so two servers never share a directory.
   auto opened = store::Store::open(options.data_dir, store::StoreOptions{options.durability});
@@ -111,7 +127,11 @@ std::optional<Error> run_server(
   FaultInjector faults(
       FaultOptions{std::chrono::milliseconds(options.latency_ms), options.fail_rate});
 
-  SignalWait signals;  // before any thread starts
+  if (const auto early = signals.arrived()) {
+    // Asked to stop before listening: a clean stop that starts nothing (cli.md §8).
+    spdlog::info("{} before listening: exiting", signal_name(*early));
+    return std::nullopt;
+  }
   // glibc gives memory back to the kernel as soon as 128 KiB lie free at the top of a heap,
   // and each thread's heap then faults the same pages in again on its next request: that
   // churn cost a 100-key listing two thirds of its CPU time. Up to 8 MiB stay with a heap.
@@ -133,12 +153,11 @@ std::optional<Error> run_server(
         ErrorKind::network, "ListenFailed",
         fmt::format("cannot listen on {}:{}: {}", options.host, options.port, port.error()));
   }
-  spdlog::info("tfork serve: listening on {}:{}, data in {}, root key from {}", options.host, *port,
-               options.data_dir.string(), root.source);
+  // The listening line itself is the command's (on stderr whatever -v says).
+  spdlog::info("tfork serve: data in {}, root key from {}", options.data_dir.string(), root.source);
   on_ready(*port, root.access_key, root.secret_key);
   const int signal = signals.wait();
-  spdlog::info("{}: finishing requests in flight, then exiting",
-               signal == SIGINT ? "SIGINT" : "SIGTERM");
+  spdlog::info("{}: finishing requests in flight, then exiting", signal_name(signal));
   http.stop();
   spdlog::info("tfork serve: stopped");
   return std::nullopt;

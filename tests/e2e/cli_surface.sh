@@ -135,7 +135,7 @@ env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE -u TIGRIS_STORA
   -u TIGRIS_STORAGE_SECRET_ACCESS_KEY HOME="$WORK/empty-home" "$TFORK" fork ls data \
   >"$OUT/stdout" 2>"$OUT/stderr" && fail "no credentials: it succeeded"
 check_contains "no credentials: what was tried" "$(stderr)" "Tried, in order"
-check_contains "no credentials: a command that returns" "$(stderr)" "> tfork.env & then . ./tfork.env"
+check_contains "no credentials: a command that returns" "$(stderr)" "--env-file tfork.env & then, once tfork.env exists"
 check_not_contains "no credentials: no bare eval" "$(stderr)" 'eval "$(tfork serve'
 
 step "a refused teardown names the endpoint and the access key in use"

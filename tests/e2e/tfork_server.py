@@ -70,10 +70,11 @@ class TforkServer:
     """A `tfork serve` child process on 127.0.0.1 with a private data directory."""
 
     def __init__(self, extra_args: list[str] | None = None, start_timeout: float = 20.0,
-                 data_dir: str | None = None):
+                 data_dir: str | None = None, extra_env: dict[str, str] | None = None):
         self.binary = tfork_binary()
         self.data_dir = data_dir  # default: <work>/data
         self.extra_args = list(extra_args or [])
+        self.extra_env = dict(extra_env or {})  # added to the server's cleaned environment
         self.start_timeout = start_timeout
         self.work = tempfile.mkdtemp(prefix="tfork-e2e-py.")
         self.proc: subprocess.Popen | None = None
@@ -89,6 +90,7 @@ class TforkServer:
         self.stderr_path = os.path.join(self.work, "serve.err")
         child_env = {k: v for k, v in os.environ.items()
                      if not k.startswith(("AWS_", "TIGRIS_", "TFORK_ROOT_"))}
+        child_env.update(self.extra_env)
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data", data, "--listen", "127.0.0.1:0", *self.extra_args],
             stdin=subprocess.DEVNULL,
@@ -97,7 +99,8 @@ class TforkServer:
             env=child_env,
         )
         threading.Thread(target=self._drain, daemon=True).start()
-        wanted = {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+        # AWS_REGION is the last of the export lines: once it is read, they all are.
+        wanted = {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"}
         deadline = time.monotonic() + self.start_timeout
         with self._lock:
             while not wanted <= self.env.keys():

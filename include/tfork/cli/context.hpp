@@ -42,7 +42,11 @@ struct GlobalOptions {
 
 // Set by the SIGINT handler; the transport stops in-flight requests when it is set.
 std::atomic<bool>& interrupted();
-void install_interrupt_handler();  // SIGINT and SIGTERM set interrupted()
+// main() blocks SIGINT and SIGTERM before anything else runs, so that no thread ever takes one
+// by surprise (the mask is inherited by every thread). cli::run then installs the handler for
+// every command but `serve`, which keeps them blocked and takes them with sigwait (cli.md §8).
+void block_interrupts();
+void install_interrupt_handler();  // SIGINT and SIGTERM set interrupted(); unblocks them
 // 130 becomes 143 when the interruption was SIGTERM (cli.md §6); other codes pass.
 int interrupted_exit_code(int code);
 
@@ -64,6 +68,9 @@ class Context {
   bool has_separator = false;
   std::vector<std::string> command_after_separator;
   bool takes_command = false;
+  // Set while parsing by `serve`: it takes SIGINT and SIGTERM itself, and cli::run leaves them
+  // blocked instead of installing install_interrupt_handler().
+  bool takes_signals = false;
 
   const Environment& env() const { return env_; }
   const Config& config();

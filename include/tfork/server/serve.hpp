@@ -32,10 +32,12 @@ struct ServeOptions {
   VarianceOptions variance;  // --quirks, --consistency-delay
 };
 
-// Runs until SIGINT/SIGTERM; returns why it could not start (the data directory, the store,
-// the root credentials, or the address: a network error, exit 5), or nullopt after a clean
-// stop. `on_ready` is called once the socket is bound, with the port and the root
-// credentials in use.
+// Runs until SIGINT/SIGTERM, which it takes with sigwait: they must be blocked in every thread
+// (main() blocks them first of all; run_server blocks them again before it starts any thread).
+// Returns why it could not start (the data directory, the store, the root credentials, or the
+// address: a network error, exit 5), or nullopt after a clean stop, also when a signal came
+// before it listened (then on_ready is never called). `on_ready` is called once the socket
+// listens, with the port and the root credentials in use; what it throws stops the server.
 std::optional<Error> run_server(const ServeOptions& options,
                                 const std::function<void(int port, const std::string& access_key,
                                                          const std::string& secret_key)>& on_ready);
