@@ -39,12 +39,12 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
   const auto operation = tigris::create_bucket(options.name, options.snapshots);
   const auto result = client.send(operation);
   auto error = tigris::error_from_result(result, operation.name);
-  if (!error) return {options.name, true, options.snapshots};
+  if (!error) return {options.name, true, options.snapshots, false};
 
   // cli.md §7: a create retried after an ambiguous failure (the first attempt may have
   // succeeded) counts "already yours" as success.
   if (error->code == "BucketAlreadyOwnedByYou" && result && result->attempts > 1)
-    return {options.name, true, options.snapshots};
+    return {options.name, true, options.snapshots, false};
 
   if (options.exist_ok && is_already_exists(*error)) {
     // Someone else's bucket answers HeadBucket with 403/404: then the 409 stands. Ours
@@ -57,7 +57,7 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
         run_bucket_set(client, options.name, true);
         return {options.name, false, true, true};
       }
-      return {options.name, false, info.snapshots_enabled};
+      return {options.name, false, info.snapshots_enabled, false};
     }
   }
   // Say what to do: a bucket of ours is fine with --exist-ok (issue 26 §3).

@@ -170,31 +170,35 @@ TEST_CASE("bucket rm exit rule", "[bucket][rm]") {
   const Error conflict{ErrorKind::conflict, "BucketNotEmpty", "not empty", 409, {}};
   const Error network{ErrorKind::network, "ConnectError", "refused", 0, {}};
 
-  CHECK_NOTHROW(
-      fail_if_any_failed(RemoveResult{{{"a", {output::Status::deleted, std::nullopt}},
-                                       {"b", {output::Status::not_found, std::nullopt}}}}));
+  CHECK_NOTHROW(fail_if_any_failed(RemoveResult{{{"a", {output::Status::deleted, std::nullopt}},
+                                                 {"b", {output::Status::not_found, std::nullopt}}},
+                                                {}}));
   // Every bucket missing: nothing to do, exit 3 (a typo as likely as a finished re-run).
   CHECK(failure_kind([&] {
           fail_if_any_failed(RemoveResult{{{"a", {output::Status::not_found, std::nullopt}},
-                                           {"b", {output::Status::not_found, std::nullopt}}}});
+                                           {"b", {output::Status::not_found, std::nullopt}}},
+                                          {}});
         }) == ErrorKind::not_found);
   // One bucket: its own error.
   CHECK(failure_kind([&] {
-          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, conflict}}}});
+          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, conflict}}}, {}});
         }) == ErrorKind::conflict);
   // All failed for one reason: that reason.
   CHECK(failure_kind([&] {
-          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, network}},
-                                           {"b", {output::Status::failed, network}}}});
+          fail_if_any_failed(RemoveResult{
+              {{"a", {output::Status::failed, network}}, {"b", {output::Status::failed, network}}},
+              {}});
         }) == ErrorKind::network);
   // Different reasons, or some succeeded: 7.
   CHECK(failure_kind([&] {
-          fail_if_any_failed(RemoveResult{{{"a", {output::Status::failed, network}},
-                                           {"b", {output::Status::failed, conflict}}}});
+          fail_if_any_failed(RemoveResult{
+              {{"a", {output::Status::failed, network}}, {"b", {output::Status::failed, conflict}}},
+              {}});
         }) == ErrorKind::partial);
   CHECK(failure_kind([&] {
           fail_if_any_failed(RemoveResult{{{"a", {output::Status::deleted, std::nullopt}},
-                                           {"b", {output::Status::failed, conflict}}}});
+                                           {"b", {output::Status::failed, conflict}}},
+                                          {}});
         }) == ErrorKind::partial);
 }
 

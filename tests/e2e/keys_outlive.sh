@@ -9,7 +9,8 @@
 #   - a fork deleted behind tfork's back: `teardown --manifest` still revokes its key;
 #   - `fork create --exist-ok` on a run that has its forks reuses the recorded keys (no second
 #     key per fork); `--add K` grows the run by K forks numbered on from its last;
-#   - a manifest another run holds is refused with exit 6, and nothing is made.
+#   - a manifest another run holds is refused with exit 6, and nothing is made;
+#   - `run`: a fork the agent made of its own fork goes with the run.
 source "$(dirname "${BASH_SOURCE[0]}")/clients_lib.sh"
 
 require_cmd python3
@@ -107,6 +108,13 @@ check_eq "the manifest" "$before" "$(sha256sum g.manifest.json)"
 expect_rc "teardown g" 0 tf teardown --manifest g.manifest.json -q
 [[ ! -e g.manifest.json.lock ]] || fail "teardown left a lock file"
 check_eq "keys of g" 0 "$(key_count 'g-*-key')"
+
+step "run: a fork its agent made of its own fork (with its own key) goes with the run"
+expect_rc "run with a forking agent" 0 tf run data -n 1 --prefix ag --keep none -q -- \
+  "$TFORK" fork create '{bucket}' '{bucket}-x' --keys none -q
+check_eq "ag-1-x" 404 "$(bucket_status ag-1-x)"
+check_eq "ag-1" 404 "$(bucket_status ag-1)"
+check_eq "keys of ag" 0 "$(key_count 'ag-*-key')"
 
 step "fork create leaves no lock file behind"
 [[ ! -e e.manifest.json.lock && ! -e ro.manifest.json.lock ]] || fail "a lock file was left: $(ls ./*.lock)"
