@@ -227,18 +227,23 @@ output::Json stat_json(const workflow::DiffStat& stat) {
                       {"bytes", stat.bytes}};
 }
 
+// A streamed document's opening: the target's fork, source and snapshot, then `"<list>":[`,
+// whose items and totals the caller writes.
+void open_document(std::ostream& out, const workflow::DiffTarget& target, std::string_view list) {
+  auto head =
+      output::Json{{"fork", target.fork}, {"source", target.source}, {"snapshot", target.snapshot}}
+          .dump();
+  head.pop_back();  // the closing brace: the list and the totals follow
+  out << head << ",\"" << list << "\":[";
+}
+
 }  // namespace
 
 void write_diff(tigris::Client& client, const std::string& fork, const std::string& prefix,
                 bool stat_only, bool json, std::ostream& out) {
   const auto target = workflow::diff_target(client, fork);
   if (json) {
-    auto head =
-        output::Json{
-            {"fork", target.fork}, {"source", target.source}, {"snapshot", target.snapshot}}
-            .dump();
-    head.pop_back();  // the closing brace: "changes" and "stat" follow
-    out << head << ",\"changes\":[";
+    open_document(out, target, "changes");
   } else if (!stat_only) {
     out << fmt::format("{:<9}{:>12}  {}\n", "STATUS", "SIZE", "KEY");
   }
@@ -274,12 +279,7 @@ void write_three_way(tigris::Client& client, const std::string& fork, const std:
                      bool stat_only, bool json, std::ostream& out) {
   const auto target = workflow::diff_target(client, fork);
   if (json) {
-    auto head =
-        output::Json{
-            {"fork", target.fork}, {"source", target.source}, {"snapshot", target.snapshot}}
-            .dump();
-    head.pop_back();  // the closing brace: "keys" and the totals follow
-    out << head << ",\"keys\":[";
+    open_document(out, target, "keys");
   } else if (!stat_only) {
     out << fmt::format("{:<9}{:<9}{:<9}{}\n", "FORK", "PARENT", "CONFLICT", "KEY");
   }

@@ -13,9 +13,6 @@ start_server
 OUT="$WORK/out"
 mkdir -p "$OUT"
 
-tf() { "$TFORK" "$@"; }
-stdout() { cat "$OUT/stdout"; }
-stderr() { cat "$OUT/stderr"; }
 
 # check_doc WHAT PYTHON: parses $OUT/stdout as one JSON document `d` and runs the assertions.
 check_doc() {

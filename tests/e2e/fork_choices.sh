@@ -26,22 +26,12 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-tf() { "$TFORK" "$@"; }
-stdout() { cat "$OUT/stdout"; }
-stderr() { cat "$OUT/stderr"; }
 
 # object_in BUCKET KEY: the object's body, or "<STATUS>" when the GET is refused.
 object_in() {
   s3 GET "/$1/$2"
   if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
 }
-# bucket_status NAME: HeadBucket's status (200 or 404).
-bucket_status() {
-  s3 HEAD "/$1"
-  printf '%s' "$S3_STATUS"
-}
-# key_of MANIFEST BUCKET: the fork's recorded key as AK:SK.
-key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
 put_object() { # put_object BUCKET KEY TEXT
   s3 PUT "/$1/$2" --body "$3"
   check_status 200

@@ -21,14 +21,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-tf() { "$TFORK" "$@"; }
-stdout() { cat "$OUT/stdout"; }
-bucket_status() {
-  s3 HEAD "/$1"
-  printf '%s' "$S3_STATUS"
-}
-# key_of MANIFEST BUCKET: the fork's recorded key as AK:SK.
-key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
 # as_key AK:SK CMD...: tfork with only that key in the environment.
 as_key() {
   local key=$1

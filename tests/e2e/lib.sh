@@ -26,6 +26,7 @@
 #   xml_value TAG              the first <TAG>…</TAG> of the last S3_BODY
 #   json_get EXPR < JSON       a Python expression over the parsed document `d`
 #   expect_rc WHAT CODE CMD... runs CMD, output in $OUT/stdout and $OUT/stderr, fails unless exit CODE
+#   tf, stdout, stderr, bucket_status, key_of   shorthands of the command-line tests
 #   answer_on_pty ANSWER ARGS...  tfork ARGS on a pseudo-terminal, ANSWER typed at its [y/N]
 #                   question (EOF: Ctrl-D; SIGINT: the signal); sets RC
 #   step, skip, fail, check_eq, check_contains, check_not_contains, check_status, check_code
@@ -335,6 +336,19 @@ sys.exit(code if sent else 125)
 PY
   [[ $RC != 125 ]] || fail "$*: the question never appeared: $(cat "$WORK/pty.err")"
 }
+
+# The command-line tests' shorthands (a test may define its own instead, after sourcing):
+# tf ARGS runs the binary under test; stdout and stderr print what the last expect_rc caught;
+# bucket_status NAME is HeadBucket's status (200, 404); key_of MANIFEST BUCKET is the key the
+# manifest records for that fork, as AK:SK.
+tf() { "$TFORK" "$@"; }
+stdout() { cat "$OUT/stdout"; }
+stderr() { cat "$OUT/stderr"; }
+bucket_status() {
+  s3 HEAD "/$1"
+  printf '%s' "$S3_STATUS"
+}
+key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
 
 random_file() { # random_file PATH BYTES
   head -c "$2" /dev/urandom >"$1"

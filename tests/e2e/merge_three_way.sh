@@ -16,8 +16,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-tf() { "$TFORK" "$@"; }
-stdout() { cat "$OUT/stdout"; }
 put() { # put BUCKET KEY TEXT
   s3 PUT "/$1/$2" --body "$3"
   check_status 200

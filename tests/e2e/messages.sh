@@ -11,8 +11,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-tf() { "$TFORK" "$@"; }
-stderr() { cat "$OUT/stderr"; }
 # one_line WHAT: stderr holds exactly one error line (and at most the pointer to --help).
 one_line() {
   local errors

@@ -17,13 +17,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-tf() { "$TFORK" "$@"; }
-stdout() { cat "$OUT/stdout"; }
-stderr() { cat "$OUT/stderr"; }
-bucket_status() {
-  s3 HEAD "/$1"
-  printf '%s' "$S3_STATUS"
-}
 snapshot_count() {
   "$TFORK" snapshot ls "$1" --json | json_get 'len(d if isinstance(d, list) else d["snapshots"])'
 }
