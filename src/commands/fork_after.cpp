@@ -154,6 +154,24 @@ std::string to_table(const std::string& fork, const std::string& parent, const M
   return text;
 }
 
+std::optional<Error> conflict_error(const MergeOptions& options, const std::string& parent,
+                                    const MergePlan& plan) {
+  if (plan.stat.conflicts == 0 || options.strategy == "fork-wins") return std::nullopt;
+  std::string keys;
+  for (const auto& change : plan.conflicts)
+    keys += (keys.empty() ? "" : ", ") + printable_key(change.key);
+  const bool more = plan.stat.conflicts > static_cast<std::int64_t>(plan.conflicts.size());
+  return Error{ErrorKind::conflict,
+               "MergeConflict",
+               fmt::format("{} key{} changed in both {} and {} since the fork's snapshot ({}{}); "
+                           "nothing was merged: change them in the fork, or --strategy fork-wins "
+                           "replaces {}'s changes",
+                           plan.stat.conflicts, plan.stat.conflicts == 1 ? "" : "s", options.fork,
+                           parent, keys, more ? ", ..." : "", parent),
+               0,
+               {}};
+}
+
 MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent) {
   MergeResult result{options.fork, parent, {}, {}, {}};
@@ -353,22 +371,9 @@ cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& con
   auto plan = plan_merge(client, options.fork, parent, context.options.dry_run);
   if (context.options.dry_run)
     return cli::document(to_json(options.fork, parent, plan), to_table(options.fork, parent, plan));
-  if (plan.stat.conflicts > 0 && options.strategy != "fork-wins") {
+  if (auto refusal = conflict_error(options, parent, plan)) {
     auto refused = cli::document(to_json(options.fork, parent, plan), conflict_rows(plan));
-    std::string keys;
-    for (const auto& change : plan.conflicts)
-      keys += (keys.empty() ? "" : ", ") + printable_key(change.key);
-    const bool more = plan.stat.conflicts > static_cast<std::int64_t>(plan.conflicts.size());
-    refused.error = Error{
-        ErrorKind::conflict,
-        "MergeConflict",
-        fmt::format("{} key{} changed in both {} and {} since the fork's snapshot ({}{}); nothing "
-                    "was merged: change them in the fork, or --strategy fork-wins replaces {}'s "
-                    "changes",
-                    plan.stat.conflicts, plan.stat.conflicts == 1 ? "" : "s", options.fork, parent,
-                    keys, more ? ", ..." : "", parent),
-        0,
-        {}};
+    refused.error = std::move(refusal);
     return refused;
   }
   // Writing into a bucket every agent forked from is an operator's act (cli.md §10).

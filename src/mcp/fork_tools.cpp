@@ -462,21 +462,34 @@ Tool fork_merge_tool(const ServerConfig& config) {
   tool.description =
       "Merge a fork's changes into the bucket it was forked from (its source): the only tool "
       "that writes into a source. A snapshot of the parent named 'before-merge <fork>' is taken "
-      "first, so the merge can be undone by forking that snapshot. DESTRUCTIVE for the parent: "
+      "first, so the merge can be undone by forking that snapshot. A key the parent also changed "
+      "since the fork was made stops the merge (the keys are named) unless strategy is "
+      "fork-wins. DESTRUCTIVE for the parent: "
       "never call it on your own initiative. Ask the user first and pass confirm: true only "
       "after they said yes.";
   tool.input_schema = schema::object(
       {{"fork", schema::bucket("The fork to merge (a direct fork of its parent)")},
        {"confirm", schema::boolean("true only after the user agreed to this merge")},
        {"no_snapshot", schema::boolean("Skip the 'before-merge' snapshot (the merge then cannot "
-                                       "be undone)")}},
+                                       "be undone)")},
+       {"strategy", Json{{"type", "string"},
+                         {"enum", {"refuse", "fork-wins"}},
+                         {"description",
+                          "refuse (the default): a key the parent also changed since the fork "
+                          "was made stops the merge, naming the keys; fork-wins: merged anyway, "
+                          "the parent's changes replaced (only when the user said so)"}}}},
       {"fork"});
-  // Issue 23 adds `strategy` and `prefix` here, passed on as `fork merge` takes them.
   tool.output_schema = schema::document(
       {{"fork", schema::text("The fork")},
        {"into", schema::text("The parent it was merged into")},
        {"before_snapshot", schema::nullable_text("The parent's version before the merge")},
-       {"snapshot", schema::text("The parent's version after it")}},
+       {"snapshot", schema::text("The parent's version after it")},
+       {"changes", Json{{"type", "object"},
+                        {"description", "The fork's changes merged: added, modified, deleted"}}},
+       {"replaced", Json{{"type", "integer"},
+                         {"description",
+                          "How many of the parent's own changes the merge "
+                          "replaced (strategy fork-wins)"}}}},
       {"fork", "into", "snapshot"});
   tool.hints = {.read_only = false, .destructive = true, .idempotent = false};
   tool.run = [&config](const Json& arguments, CallContext& call) {
@@ -485,7 +498,12 @@ Tool fork_merge_tool(const ServerConfig& config) {
     if (workspace.reach(fork) == Standing::source)
       refuse_outside(fork, "it is a source, not a fork: there is nothing to merge");
     require_confirmation(arguments, "fork_merge writes into the fork's parent");
+    const auto strategy = text_arg(arguments, "strategy", "refuse");
+    if (strategy != "refuse" && strategy != "fork-wins")
+      throw TforkError(ErrorKind::usage, "InvalidArgument",
+                       "strategy must be refuse or fork-wins, not '" + strategy + "'");
     return workflow_calls::merge_fork(workspace.client(), fork, bool_arg(arguments, "no_snapshot"),
+                                      strategy,
                                       [&](const std::string& parent) { workspace.reach(parent); });
   };
   return tool;

@@ -93,12 +93,18 @@ workflow::DiffStat diff_stat(tigris::Client& client, const workflow::DiffTarget&
 }
 
 Json merge_fork(tigris::Client& client, const std::string& fork, bool no_snapshot,
+                const std::string& strategy,
                 const std::function<void(const std::string& parent)>& check_parent) {
-  commands::fork::MergeOptions options{fork, "", no_snapshot};
+  commands::fork::MergeOptions options{fork, "", no_snapshot, strategy};
   commands::fork::check_merge_options(options);
   const auto parent = commands::fork::merge_parent(client, options);
   check_parent(parent);
-  return commands::fork::to_json(commands::fork::run_merge(client, options, parent));
+  auto plan = commands::fork::plan_merge(client, fork, parent, false);
+  if (auto refusal = commands::fork::conflict_error(options, parent, plan))
+    throw TforkError(*refusal);
+  auto result = commands::fork::run_merge(client, options, parent);
+  result.plan = std::move(plan);
+  return commands::fork::to_json(result);
 }
 
 workflow::TeardownResult teardown_forks(tigris::Client& client,

@@ -61,7 +61,7 @@ TEST_CASE("fork merge: HeadBucket, the before-merge snapshot, then the merge", "
     return s3_error(400, "Unexpected");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  fork_cmd::MergeOptions options{"run-3", "", false};
+  fork_cmd::MergeOptions options{"run-3", "", false, "refuse"};
   fork_cmd::check_merge_options(options);
   const auto parent = fork_cmd::merge_parent(client, options);
   CHECK(parent == "data");
@@ -85,7 +85,7 @@ TEST_CASE("fork merge: HeadBucket, the before-merge snapshot, then the merge", "
 
   SECTION("--no-snapshot sends the merge alone") {
     transport.requests.clear();
-    const auto bare = fork_cmd::run_merge(client, {"run-3", "data", true}, "data");
+    const auto bare = fork_cmd::run_merge(client, {"run-3", "data", true, "refuse"}, "data");
     REQUIRE(transport.requests.size() == 1);
     CHECK(header_of(transport.requests[0], "X-Tigris-Merge-Source-Bucket") == "run-3");
     CHECK(fork_cmd::to_json(bare)["before_snapshot"].is_null());

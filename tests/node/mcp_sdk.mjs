@@ -157,9 +157,17 @@ async function operatorMode(proxy) {
   step('fork_merge needs confirm: true');
   const unconfirmed = await failing(client, 'fork_merge', { fork: 'op-1' }, 64);
   assert.match(unconfirmed, /ask the user/i);
-  const merged = await record(call(client, 'fork_merge', { fork: 'op-1', confirm: true }));
+
+  step('fork_merge refuses a key the parent also changed, unless strategy is fork-wins');
+  await s3Client().send(new PutObjectCommand({ Bucket: source, Key: 'data/z.txt', Body: 'the parent too' }));
+  const conflict = await failing(client, 'fork_merge', { fork: 'op-1', confirm: true }, 6);
+  assert.match(conflict, /data\/z\.txt/);
+  await rpcError(client.callTool({ name: 'fork_merge', arguments: { fork: 'op-1', confirm: true, strategy: 'parent-wins' } }),
+    -32602, 'a strategy outside its enum');
+  const merged = await record(call(client, 'fork_merge', { fork: 'op-1', confirm: true, strategy: 'fork-wins' }));
   assert.equal(merged.into, source);
   assert.ok(merged.before_snapshot, 'a before-merge snapshot');
+  assert.equal(merged.replaced, 1, 'one of the parent\'s changes replaced');
 
   step('logging/setLevel');
   await client.setLoggingLevel('debug');

@@ -127,6 +127,10 @@ std::string to_table(const MergeResult& result);
 // "conflict_count","conflicts":[{key,fork,parent}]}, with "keys" listing every change when
 // kept) and as text.
 output::Json to_json(const std::string& fork, const std::string& parent, const MergePlan& plan);
+// The refusal of a plan with conflicts (exit 6, the keys named), or none: no conflict, or
+// --strategy fork-wins.
+std::optional<Error> conflict_error(const MergeOptions& options, const std::string& parent,
+                                    const MergePlan& plan);
 std::string to_table(const std::string& fork, const std::string& parent, const MergePlan& plan);
 // The command: options checked, the three-way check (--dry-run prints it and stops; a conflict
 // refuses, exit 6, unless --strategy fork-wins), the confirmation (a terminal asks; elsewhere

@@ -67,9 +67,12 @@ void diff_after(tigris::Client& client, const workflow::DiffTarget& target,
 workflow::DiffStat diff_stat(tigris::Client& client, const workflow::DiffTarget& target,
                              const std::string& prefix);
 
-// `fork merge FORK --yes [--no-snapshot]`: {"fork", "into", "before_snapshot", "snapshot"}.
-// `check_parent` sees the parent before anything is written, and throws to refuse it.
+// `fork merge FORK --yes [--no-snapshot] [--strategy S]`: {"fork", "into", "before_snapshot",
+// "snapshot", "changes", "replaced"}. The same three-way check first: a conflict throws
+// TforkError(conflict) naming the keys, unless `strategy` is "fork-wins". `check_parent` sees
+// the parent before anything is written, and throws to refuse it.
 Json merge_fork(tigris::Client& client, const std::string& fork, bool no_snapshot,
+                const std::string& strategy,
                 const std::function<void(const std::string& parent)>& check_parent);
 
 // `teardown FORK...` with each fork's expected source, or `teardown --source S --all`.
