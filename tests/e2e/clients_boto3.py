@@ -24,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tfork_server import TestFailure, TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import boto3_client as make_client, signed_headers as tigris_headers  # noqa: E402
 
 try:
     import boto3
@@ -35,41 +36,6 @@ except ImportError as e:  # pragma: no cover
     skip(f"boto3 is not available to {sys.executable}: {e} (Debian package python3-boto3)")
 
 MiB = 1024 * 1024
-
-
-def make_client(srv, access_key=None, secret_key=None):
-    return boto3.client(
-        "s3",
-        endpoint_url=srv.endpoint,
-        region_name="auto",
-        aws_access_key_id=access_key or srv.access_key,
-        aws_secret_access_key=secret_key or srv.secret_key,
-        config=Config(
-            signature_version="s3v4",
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": 1, "mode": "standard"},
-            connect_timeout=10,
-            read_timeout=60,
-        ),
-    )
-
-
-@contextlib.contextmanager
-def tigris_headers(client, operation, headers):
-    """Add headers to every `operation` request before it is signed (Tigris docs' recipe)."""
-
-    def add(request, **_kwargs):
-        for name, value in headers.items():
-            if name in request.headers:
-                del request.headers[name]
-            request.headers[name] = value
-
-    event = f"before-sign.s3.{operation}"
-    client.meta.events.register(event, add)
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(event, add)
 
 
 def resp_headers(resp):

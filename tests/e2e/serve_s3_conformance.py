@@ -11,7 +11,6 @@ presigned expiry, EncodingType=url listings and the bucket location.
 """
 
 import base64
-import contextlib
 import hashlib
 import os
 import sys
@@ -22,54 +21,15 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tfork_server import TestFailure, TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import boto3_client as make_client, signed_headers as extra_headers, client_error as error_of  # noqa: E402
 
 try:
     import boto3
     import botocore
-    from botocore.config import Config
-    from botocore.exceptions import ClientError
 except ImportError as e:  # pragma: no cover
     skip(f"boto3 is not available to {sys.executable}: {e} (Debian package python3-boto3)")
 
 MiB = 1024 * 1024
-
-
-def make_client(srv):
-    return boto3.client(
-        "s3",
-        endpoint_url=srv.endpoint,
-        region_name="auto",
-        aws_access_key_id=srv.access_key,
-        aws_secret_access_key=srv.secret_key,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
-                      retries={"max_attempts": 1, "mode": "standard"}),
-    )
-
-
-@contextlib.contextmanager
-def extra_headers(client, operation, headers):
-    """Send `headers` with every `operation` request (signed): botocore 1.29, Debian's, has no
-    IfMatch/IfNoneMatch parameters on PutObject and CompleteMultipartUpload yet."""
-
-    def add(request, **_kwargs):
-        for name, value in headers.items():
-            request.headers[name] = value
-
-    event = f"before-sign.s3.{operation}"
-    client.meta.events.register(event, add)
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(event, add)
-
-
-def error_of(fn, **kwargs):
-    """Call fn, which must fail with a ClientError; return (status, code)."""
-    try:
-        fn(**kwargs)
-    except ClientError as e:
-        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
-    raise TestFailure(f"{fn.__name__}({kwargs}) unexpectedly succeeded")
 
 
 def crc32_b64(data: bytes) -> str:

@@ -11,58 +11,17 @@
   bytes) is refused with 400 and not stored; one at the limit is kept.
 """
 
-import contextlib
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tfork_server import TestFailure, TforkServer, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import TforkServer, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import boto3_client as make_client, client_error as error_of, signed_headers as tigris_headers  # noqa: E402
 
 try:
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import ClientError
+    import boto3  # noqa: F401 (imported to skip the test without it)
 except ImportError as e:  # pragma: no cover
     skip(f"boto3 is not available to {sys.executable}: {e} (Debian package python3-boto3)")
-
-
-def make_client(srv):
-    return boto3.client(
-        "s3",
-        endpoint_url=srv.endpoint,
-        region_name="auto",
-        aws_access_key_id=srv.access_key,
-        aws_secret_access_key=srv.secret_key,
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
-                      retries={"max_attempts": 1, "mode": "standard"}),
-    )
-
-
-def error_of(fn, **kwargs):
-    """Call fn, which must fail with a ClientError; return (status, code)."""
-    try:
-        fn(**kwargs)
-    except ClientError as e:
-        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
-    raise TestFailure(f"{fn.__name__}({kwargs}) unexpectedly succeeded")
-
-
-@contextlib.contextmanager
-def tigris_headers(client, operation, headers):
-    """Add headers to every `operation` request before it is signed (Tigris docs' recipe)."""
-
-    def add(request, **_kwargs):
-        for name, value in headers.items():
-            if name in request.headers:
-                del request.headers[name]
-            request.headers[name] = value
-
-    event = f"before-sign.s3.{operation}"
-    client.meta.events.register(event, add)
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(event, add)
 
 
 def keys_of(s3, bucket):

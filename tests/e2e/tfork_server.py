@@ -18,6 +18,7 @@ Exit codes of a test: 0 pass, 1 fail, 125 skipped (reason on stderr).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shlex
 import shutil
@@ -203,6 +204,61 @@ class TforkServer:
         except OSError:
             return ""
         return "\n--- last lines of the server log ---\n" + "\n".join(tail) + "\n--- end ---"
+
+
+
+# ---- boto3 helpers shared by the boto3 tests (boto3 is imported by the caller first, which
+# skips the test when it is missing)
+
+
+def boto3_client(srv, access_key=None, secret_key=None):
+    """An S3 client for `srv`: path-style, SigV4, one attempt (a test sees every answer)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=srv.endpoint,
+        region_name="auto",
+        aws_access_key_id=access_key or srv.access_key,
+        aws_secret_access_key=secret_key or srv.secret_key,
+        config=Config(
+            signature_version="s3v4",
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 1, "mode": "standard"},
+            connect_timeout=10,
+            read_timeout=60,
+        ),
+    )
+
+
+@contextlib.contextmanager
+def signed_headers(client, operation, headers):
+    """Add headers to every `operation` request before it is signed (Tigris docs' recipe)."""
+
+    def add(request, **_kwargs):
+        for name, value in headers.items():
+            if name in request.headers:
+                del request.headers[name]
+            request.headers[name] = value
+
+    event = f"before-sign.s3.{operation}"
+    client.meta.events.register(event, add)
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(event, add)
+
+
+def client_error(fn, **kwargs):
+    """Call fn, which must fail with a ClientError; return (status, code)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        fn(**kwargs)
+    except ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code")
+    raise TestFailure(f"{fn.__name__}({kwargs}) unexpectedly succeeded")
 
 
 def run_test(main) -> None:

@@ -22,14 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::size_t count_blob_files(const fs::path& dir) {
-  std::size_t n = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir / "blobs")) {
-    if (entry.is_regular_file()) ++n;
-  }
-  return n;
-}
-
 WriteConditions create_only() {
   WriteConditions conditions;
   conditions.if_none_match_any = true;

@@ -24,14 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::size_t count_blob_files(const fs::path& dir) {
-  std::size_t n = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir / "blobs")) {
-    if (entry.is_regular_file()) ++n;
-  }
-  return n;
-}
-
 std::vector<std::string> list_keys(Store& store, std::string_view bucket, ListQuery query = {}) {
   auto page = store.list_objects(bucket, query);
   REQUIRE(page);

@@ -36,6 +36,14 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// How many blob files the store at `dir` holds (what a write left behind, or freed).
+inline std::size_t count_blob_files(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "blobs"))
+    if (entry.is_regular_file()) ++n;
+  return n;
+}
+
 inline std::unique_ptr<Store> open_store(const std::filesystem::path& dir,
                                          Durability durability = Durability::off) {
   auto store = Store::open(dir, StoreOptions{durability});
