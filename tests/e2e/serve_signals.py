@@ -45,16 +45,19 @@ def processes_using(marker: str) -> list[int]:
 
 
 def wait_until_running(proc: subprocess.Popen, what: str) -> None:
-    """Until tfork's main() has blocked SIGINT and SIGTERM (SigBlk of /proc/PID/status)."""
+    """Until tfork's main() has blocked SIGINT and SIGTERM: SigBlk of any of its threads. (The
+    main thread alone is not enough: while it waits in sigwait the kernel shows the waited
+    signals unblocked there, and the threads it started keep them blocked.)"""
     wanted = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
     deadline = time.monotonic() + EXIT_DEADLINE
     while True:
         try:
-            with open(f"/proc/{proc.pid}/status") as f:
-                blocked = next(int(line.split()[1], 16) for line in f
-                               if line.startswith("SigBlk:"))
-            if blocked & wanted == wanted:
-                return
+            for task in os.listdir(f"/proc/{proc.pid}/task"):
+                with open(f"/proc/{proc.pid}/task/{task}/status") as f:
+                    blocked = next(int(line.split()[1], 16) for line in f
+                                   if line.startswith("SigBlk:"))
+                if blocked & wanted == wanted:
+                    return
         except (OSError, StopIteration):
             pass
         check(proc.poll() is None, f"{what}: tfork serve exited ({proc.returncode}) unsignalled")
