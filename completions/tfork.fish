@@ -234,7 +234,7 @@ complete -c tfork -n '__tfork_at \'snapshot ls\'' -l limit -x -d 'List at most N
 complete -c tfork -n '__tfork_at \'snapshot prune\'' -l keep-last -x -d 'Keep the N newest snapshots'
 complete -c tfork -n '__tfork_at \'snapshot prune\'' -l older-than -x -d 'Delete the snapshots taken more than DURATION ago'
 complete -c tfork -n '__tfork_at \'snapshot prune\'' -l unused -d 'Keep every snapshot that an existing fork was made from'
-complete -c tfork -n '__tfork_at \'snapshot take\'' -l name -x -d 'Snapshot name (printable ASCII, no \';\', no line breaks)'
+complete -c tfork -n '__tfork_at \'snapshot take\'' -l name -x -d 'Snapshot name: 1-255 characters of printable ASCII, no \';\', no spac...'
 complete -c tfork -n '__tfork_at \'teardown\'' -l manifest -r -F -d 'Manifests of fork create: their forks and keys, at the endpoints th...'
 complete -c tfork -n '__tfork_at \'teardown\'' -l source -x -d 'Tear down the forks of this bucket ...'
 complete -c tfork -n '__tfork_at \'teardown\'' -l prefix -x -d '..'

@@ -3,6 +3,7 @@
 #include "tfork/commands/bucket.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
@@ -674,6 +675,9 @@ void register_bucket(CLI::App& root, cli::Context& context) {
                    "Enable snapshots and forks (X-Tigris-Enable-Snapshot: true)");
   create->add_flag("--exist-ok", create_options->exist_ok,
                    "An existing bucket you own is success, reported as \"created\": false");
+  cli::describe(*create, cli::honours::client | cli::honours::dry_run,
+                {"tfork bucket create training-data --snapshots",
+                 "tfork bucket create training-data --snapshots --exist-ok"});
   cli::on_run(*create, context,
               [&context, create_options] { return run_bucket_create(*create_options, context); });
 
@@ -692,6 +696,10 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   rm->add_flag("--force", rm_options->force,
                "Delete the contents too (Tigris-Force-Delete: true); asks on a terminal, needs "
                "--yes elsewhere; never deletes a bucket that has forks");
+  cli::describe(
+      *rm,
+      cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
+      {"tfork bucket rm scratch-1 scratch-2", "tfork bucket rm old-data --force --yes"});
   cli::on_run(*rm, context, [&context, rm_options] { return run_bucket_rm(*rm_options, context); });
 
   auto ls_options = std::make_shared<ListOptions>();
@@ -707,6 +715,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   ls->add_option("--forks-of", ls_options->forks_of, "List only the forks of this bucket");
   ls->add_flag("--tree", ls_options->tree,
                "Draw the fork tree of the --forks-of bucket: snapshots, forks, forks of forks");
+  cli::describe(*ls, cli::honours::client,
+                {"tfork bucket ls", "tfork bucket ls --forks-of training-data --json"});
   cli::on_run(*ls, context, [&context, ls_options] { return run_bucket_ls(*ls_options, context); });
 
   auto set_options = std::make_shared<SetOptions>();
@@ -721,6 +731,8 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   set->add_option("--snapshots", set_options->snapshots, "on or off")
       ->transform(cli::one_of("--snapshots", {"on", "off"}))
       ->required();
+  cli::describe(*set, cli::honours::client | cli::honours::dry_run,
+                {"tfork bucket set training-data --snapshots on"});
   cli::on_run(*set, context,
               [&context, set_options] { return run_bucket_set(*set_options, context); });
 }

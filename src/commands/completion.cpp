@@ -5,6 +5,7 @@
 #include "tfork/commands/completion.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/version.hpp"
@@ -504,6 +505,9 @@ void register_completion(CLI::App& root, cli::Context& context) {
   // The whole tree exists by the time the command runs (every command is registered). The
   // script is text whatever --output says.
   const CLI::App* app = &root;
+  cli::describe(*command, 0,
+                {"tfork completion bash > /etc/bash_completion.d/tfork",
+                 "tfork completion zsh > \"${fpath[1]}/_tfork\""});
   cli::on_run(*command, context, [shell, app] { return run_completion(*shell, *app); });
 }
 

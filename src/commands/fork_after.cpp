@@ -3,6 +3,7 @@
 // and moving a fork onto its parent's present. Registered under the `fork` group by
 // register_fork (fork.cpp).
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
@@ -421,6 +422,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
   diff->add_flag("--against-parent", diff_options->against_parent,
                  "The three-way view a merge checks: each key the fork or its parent changed "
                  "since the fork's snapshot, and whether both did (a conflict)");
+  cli::describe(*diff, cli::honours::client,
+                {"tfork fork diff run-3", "tfork fork diff run-3 --against-parent --json"});
   cli::on_run(*diff, context,
               [diff_options, &context] { return run_fork_diff(*diff_options, context); });
 
@@ -435,8 +438,10 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
       "version before (the snapshot; fork it to undo) and after the merge." +
       std::string("\n\n") + merge->get_footer());
   merge->add_option("FORK", merge_options->fork, "The fork to merge")->required();
-  merge->add_option("--into", merge_options->into,
-                    "The parent (default: the fork's source; must be it)");
+  merge
+      ->add_option("--into", merge_options->into,
+                   "The parent (default: the fork's source; must be it)")
+      ->type_name("BUCKET");
   merge->add_flag("--no-snapshot", merge_options->no_snapshot,
                   "Do not snapshot the parent first (the merge cannot be undone by forking)");
   merge
@@ -444,6 +449,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
                    "refuse (default): a key changed on both sides stops the merge; fork-wins: "
                    "the fork's version replaces the parent's")
       ->transform(cli::one_of("--strategy", {"refuse", "fork-wins"}));
+  cli::describe(*merge, cli::honours::client | cli::honours::confirm | cli::honours::dry_run,
+                {"tfork fork merge run-3 --dry-run", "tfork fork merge run-3 --yes"});
   cli::on_run(*merge, context,
               [merge_options, &context] { return run_fork_merge(*merge_options, context); });
 
@@ -456,6 +463,8 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
       "version the fork is based on." +
       std::string("\n\n") + rebase->get_footer());
   rebase->add_option("FORK", *rebase_fork, "The fork to rebase")->required();
+  cli::describe(*rebase, cli::honours::client | cli::honours::confirm | cli::honours::dry_run,
+                {"tfork fork rebase run-3 --yes"});
   cli::on_run(*rebase, context,
               [rebase_fork, &context] { return run_fork_rebase(*rebase_fork, context); });
 }

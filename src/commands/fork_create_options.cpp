@@ -45,11 +45,13 @@ void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool
     command.add_option("--keys", options.keys, "Key per fork: editor (default), readonly, none")
         ->transform(cli::one_of("--keys", {"editor", "readonly", "none"}));
   }
-  command.add_option("--manifest", options.manifest,
-                     "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
-                     "comes into being (default ./<prefix>.manifest.json when keys are "
-                     "minted); never replaces another run's manifest (exit 6)" +
-                         std::string(for_run ? "" : " unless --exist-ok adopts it"));
+  command
+      .add_option("--manifest", options.manifest,
+                  "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
+                  "comes into being (default ./<prefix>.manifest.json when keys are "
+                  "minted); never replaces another run's manifest (exit 6)" +
+                      std::string(for_run ? "" : " unless --exist-ok adopts it"))
+      ->type_name("FILE");
 }
 
 workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options, std::int64_t now_ms) {

@@ -5,6 +5,7 @@
 // create + fork exec + teardown of the forks it does not keep (also when interrupted, unless
 // --keep-on-interrupt), and its manifest stays.
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/commands/fork_create_options.hpp"
@@ -92,25 +93,36 @@ struct AgentOptions {
 void add_agent_options(CLI::App& command, AgentOptions& options) {
   command.add_option("--parallel", options.parallel, "Agents running at once (default: all)")
       ->check(cli::whole_number("--parallel", 1, 100000));
-  command.add_option("--logs", options.logs,
-                     "Write each agent's output to DIR/<fork>.log instead of prefixed lines on "
-                     "stderr");
-  command.add_option("--timeout", options.timeout,
-                     "Per agent: SIGTERM after DURATION (90, 90s, 5m, 2h), SIGKILL 10 s later");
+  command
+      .add_option("--logs", options.logs,
+                  "Write each agent's output to DIR/<fork>.log instead of prefixed lines on "
+                  "stderr")
+      ->type_name("DIR");
+  command
+      .add_option("--timeout", options.timeout,
+                  "Per agent: SIGTERM after DURATION (90, 90s, 5m, 2h), SIGKILL 10 s later")
+      ->type_name("DURATION");
   command
       .add_option("--sandbox", options.sandbox,
                   "auto (default: bubblewrap), bwrap, or none (the agent can read your files)")
       ->transform(cli::one_of("--sandbox", {"auto", "bwrap", "none"}));
-  command.add_option("--workdir", options.workdir,
-                     "Each agent works in DIR/<fork>, kept afterwards (default: "
-                     "<manifest>.work beside the manifest)");
-  command.add_option("--bind", options.binds,
-                     "Share SRC[:DST] with every agent, writable (repeatable)");
-  command.add_option("--ro-bind", options.ro_binds,
-                     "Share SRC[:DST] with every agent, read-only (repeatable): code, a model "
-                     "cache");
-  command.add_option("--env", options.env,
-                     "Pass variable NAME of yours to every agent (repeatable)");
+  command
+      .add_option("--workdir", options.workdir,
+                  "Each agent works in DIR/<fork>, kept afterwards (default: "
+                  "<manifest>.work beside the manifest)")
+      ->type_name("DIR");
+  command
+      .add_option("--bind", options.binds,
+                  "Share SRC[:DST] with every agent, writable (repeatable)")
+      ->type_name("SRC[:DST]");
+  command
+      .add_option("--ro-bind", options.ro_binds,
+                  "Share SRC[:DST] with every agent, read-only (repeatable): code, a model "
+                  "cache")
+      ->type_name("SRC[:DST]");
+  command
+      .add_option("--env", options.env, "Pass variable NAME of yours to every agent (repeatable)")
+      ->type_name("NAME");
   command.add_flag("--usage", options.usage,
                    "After the agents: the objects and bytes each wrote in its fork (a listing "
                    "of each fork)");
@@ -463,6 +475,9 @@ void add_fork_exec(CLI::App& fork, cli::Context& context) {
                       "command follows --");
   command->parse_complete_callback([&context] { context.takes_command = true; });
   add_agent_options(*command, options->agents);
+  cli::describe(*command, cli::honours::client | cli::honours::dry_run,
+                {"tfork fork exec --manifest run.json -- python agent.py --out result.json",
+                 "tfork fork exec --manifest run.json 2 -- ./agent.sh"});
   cli::on_run(*command, context, [options, &context] { return run_exec(*options, context); });
 }
 
@@ -491,6 +506,9 @@ void register_run(CLI::App& root, cli::Context& context) {
                     "When interrupted, keep every fork and key (default: tear down what --keep "
                     "does not keep)");
   add_agent_options(*command, options->agents);
+  cli::describe(*command, cli::honours::client | cli::honours::batch | cli::honours::dry_run,
+                {"tfork run training-data -n 4 -- ./agent.sh",
+                 "tfork run training-data -n 8 --keep succeeded --usage -- python agent.py"});
   cli::on_run(*command, context, [options, &context] { return run_run(*options, context); });
 }
 

@@ -2,6 +2,7 @@
 // tfork fork head | ls (cli.md §2, §6; tigris-wire.md §2.7, §2.8c). Registered under the
 // `fork` group by register_fork (fork.cpp).
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
@@ -176,6 +177,8 @@ void add_fork_head(CLI::App& fork, cli::Context& context) {
       "Exit 0 when every bucket exists; 3 when any does not (its row says \"exists\": false)." +
       std::string("\n\n") + head->get_footer());
   head->add_option("BUCKET", *buckets, "Buckets to inspect")->required();
+  cli::describe(*head, cli::honours::client | cli::honours::batch,
+                {"tfork fork head run-1 run-2", "tfork fork head run-1 --json"});
   cli::on_run(*head, context, [&context, buckets] { return run_fork_head(*buckets, context); });
 }
 
@@ -188,6 +191,7 @@ void add_fork_ls(CLI::App& fork, cli::Context& context) {
       "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
       std::string("\n\n") + ls->get_footer());
   ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
+  cli::describe(*ls, cli::honours::client, {"tfork fork ls training-data"});
   cli::on_run(*ls, context, [&context, source] { return run_fork_ls(*source, context); });
 }
 

@@ -5,6 +5,7 @@
 #include "tfork/commands/mcp.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/mcp/client_config.hpp"
@@ -60,6 +61,7 @@ void add_mode_options(CLI::App& command, ModeOptions& options) {
       .add_option("--source", options.sources,
                   "Operator mode: the bucket(s) whose forks the server may make and manage "
                   "(repeatable)")
+      ->type_name("BUCKET")
       ->group(group);
   command.add_option("--manifest", options.manifest, "Agent mode: the manifest of fork create")
       ->type_name("FILE")
@@ -276,6 +278,7 @@ void add_config(CLI::App& mcp, cli::Context& context) {
       "config", "Print the entry that starts tfork mcp, in the form CLIENT's configuration takes");
   add_client_argument(*command, options->client);
   add_mode_options(*command, options->mode);
+  cli::describe(*command, 0, {"tfork mcp config claude-code --source training-data"});
   cli::on_run(*command, context, [options, &context] {
     const auto client = client_of(options->client);
     cli::CommandResult result;
@@ -299,6 +302,7 @@ void add_install(CLI::App& mcp, cli::Context& context) {
                    "The file to change (default: the client's own, see man tfork)")
       ->type_name("FILE");
   add_mode_options(*command, options->mode);
+  cli::describe(*command, 0, {"tfork mcp install cursor --source training-data"});
   cli::on_run(*command, context, [options, &context] {
     const auto client = client_of(options->client);
     const auto server = server_command(options->mode, context);
@@ -343,6 +347,7 @@ void register_mcp(CLI::App& root, cli::Context& context) {
   mcp->add_option("--listen", options->listen,
                   "Serve Streamable HTTP on HOST:PORT (loopback; port 0 picks one) instead of "
                   "stdio")
+      ->type_name("HOST:PORT")
       ->group(group);
   mcp->add_option("--token-file", options->token_file,
                   "The bearer token clients must send (default ~/.config/tfork/mcp-token, made "
@@ -355,6 +360,9 @@ void register_mcp(CLI::App& root, cli::Context& context) {
   mcp->add_option("--allow-origin", options->allowed_origins,
                   "Also accept requests with this Origin (repeatable; default: this server's own)")
       ->group(group);
+  cli::describe(
+      *mcp, cli::honours::service,
+      {"tfork mcp --source training-data", "tfork mcp --manifest run.json --fork 2 --read-only"});
   add_config(*mcp, context);
   add_install(*mcp, context);
   // The server runs only when no subcommand (config, install) was given.

@@ -3,8 +3,10 @@
 #include "tfork/commands/serve.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/modules/modules.hpp"
+#include "tfork/output/render.hpp"
 #include "tfork/server/serve.hpp"
 
 #include <CLI/CLI.hpp>
@@ -221,8 +223,9 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
     // No server to stop cleanly: Ctrl-C is a client command's (interrupted(), then the default).
     cli::install_interrupt_handler();
     // A scrub, no server: one line per bad blob, then the counts (stdout); exit 1 if any.
+    // Object keys may hold control characters: printed escaped, as every table is.
     result.error = modules::serve().verify_store(options, [](const std::string& line) {
-      std::printf("%s\n", line.c_str());
+      std::printf("%s\n", output::printable(line).c_str());
       std::fflush(stdout);
     });
     return result;
@@ -261,12 +264,16 @@ cli::CommandResult run_serve(const ServeCliOptions& cli, const cli::Environment&
 void register_serve(CLI::App& root, cli::Context& context) {
   auto cli = std::make_shared<ServeCliOptions>();
   auto* command = root.add_subcommand("serve", "Run a local Tigris-compatible S3 store");
-  command->add_option("--data", cli->data,
-                      "Data directory (default $XDG_DATA_HOME/tfork/serve or "
-                      "~/.local/share/tfork/serve)");
-  command->add_option("--listen", cli->listen,
-                      "HOST:PORT to listen on (an IP address or localhost; [::1]:PORT for IPv6); "
-                      "port 0 picks a free port (default 127.0.0.1:9000)");
+  command
+      ->add_option("--data", cli->data,
+                   "Data directory (default $XDG_DATA_HOME/tfork/serve or "
+                   "~/.local/share/tfork/serve)")
+      ->type_name("DIR");
+  command
+      ->add_option("--listen", cli->listen,
+                   "HOST:PORT to listen on (an IP address or localhost; [::1]:PORT for IPv6); "
+                   "port 0 picks a free port (default 127.0.0.1:9000)")
+      ->type_name("HOST:PORT");
   command->add_flag("--allow-remote", cli->allow_remote,
                     "Let --listen name an address other machines reach (not loopback): they "
                     "reach the store over plain HTTP");
@@ -290,8 +297,10 @@ void register_serve(CLI::App& root, cli::Context& context) {
       ->add_option("--fail-rate", cli->fail_rate,
                    "Answer this share of requests (0-1) with 503 SlowDown")
       ->type_name("P");
-  command->add_option("--durability", cli->durability,
-                      "full (fsync everything), normal (survives kill -9; default) or off");
+  command
+      ->add_option("--durability", cli->durability,
+                   "full (fsync everything), normal (survives kill -9; default) or off")
+      ->type_name("full|normal|off");
   command
       ->add_option("--quirks", cli->quirks,
                    "Behave like the real gateway where it differs (comma-separated): "
@@ -318,6 +327,9 @@ void register_serve(CLI::App& root, cli::Context& context) {
                     "corrupt or missing one and the counts; exit 1 if any");
   // SIGINT and SIGTERM stay blocked from main() on: the server takes them with sigwait.
   command->parse_complete_callback([&context] { context.takes_signals = true; });
+  cli::describe(
+      *command, 0,
+      {"tfork serve --data ./store --env-file tfork.env &", "tfork serve --data ./store --verify"});
   cli::on_run(*command, context, [cli, &context] { return run_serve(*cli, context.env()); });
 }
 

@@ -3,6 +3,7 @@
 #include "tfork/commands/version.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@ namespace tfork::commands {
 
 void register_version(CLI::App& root, cli::Context& context) {
   auto* command = root.add_subcommand("version", "Print the version of tfork");
+  cli::describe(*command, cli::honours::output, {"tfork version --json"});
   cli::on_run(*command, context, [] {
     return cli::document(output::Json{{"version", k_version}},
                          std::string("tfork ") + k_version + "\n");
