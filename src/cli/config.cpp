@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -308,11 +309,22 @@ Config resolve_config(const ConfigOverrides& overrides, const Environment& env) 
 ResolvedCredentials resolve_credentials(const ConfigOverrides& overrides, const Environment& env) {
   if (!overrides.profile.empty()) {
     if (auto found = credentials_from_profile(overrides.profile, env)) return *found;
-    throw TforkError(ErrorKind::auth, "NoCredentials",
-                     "profile '" + overrides.profile + "' has no credentials in " +
-                         credentials_path(env) + " or " + config_path(env) +
-                         " (looked for aws_access_key_id + aws_secret_access_key, or "
-                         "credential_process)");
+    // Which files were read, and whether they exist: a profile in a file at another path
+    // (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE) is the usual cause.
+    const auto read = [](const std::string& path) {
+      std::error_code error;
+      return std::filesystem::exists(path, error) ? path : path + " (no such file)";
+    };
+    const bool named = load_profile(overrides.profile, env).found;
+    throw TforkError(
+        ErrorKind::auth, "NoCredentials",
+        fmt::format("profile '{}' {} {} or {}{}", overrides.profile,
+                    named ? "has no credentials in" : "is not in", read(credentials_path(env)),
+                    read(config_path(env)),
+                    named ? " (looked for aws_access_key_id + aws_secret_access_key, or "
+                            "credential_process)"
+                          : " (set AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE for other "
+                            "files)"));
   }
   if (auto id = env("AWS_ACCESS_KEY_ID")) {
     if (auto secret = env("AWS_SECRET_ACCESS_KEY")) {

@@ -6,6 +6,8 @@
 #include "tfork/modules/modules.hpp"
 #include "tfork/version.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -86,7 +88,23 @@ const Config& Context::config() {
     auto overrides = options.config;
     if (options.path_style) overrides.path_style = true;
     if (options.virtual_hosted) overrides.path_style = false;
-    config_ = resolve_config(overrides, env_);
+    auto config = resolve_config(overrides, env_);
+    if (options.virtual_hosted) {
+      // Virtual hosting makes each bucket a host name (bucket.HOST): an IP address has no
+      // such names, and localhost's are not served as buckets (tfork serve is path-style).
+      auto host = std::string_view(config.endpoint);
+      if (const auto scheme = host.find("://"); scheme != std::string_view::npos)
+        host.remove_prefix(scheme + 3);
+      host = host.substr(0, host.starts_with('[') ? host.find(']') + 1 : host.find_first_of(":/"));
+      const bool numeric = !host.empty() && (host.front() == '[' ||
+                                             host.find_first_not_of("0123456789.") == host.npos);
+      if (numeric || host == "localhost" || host.ends_with(".localhost"))
+        usage_error(fmt::format(
+            "--virtual-hosted needs an endpoint with a DNS name (buckets become bucket.HOST), "
+            "and {} is {}: leave --virtual-hosted out (path-style is the default here)",
+            config.endpoint, numeric ? "an IP address" : "localhost"));
+    }
+    config_ = std::move(config);
   }
   return *config_;
 }

@@ -2,6 +2,7 @@
 #include "tfork/cli/root.hpp"
 
 #include "tfork/cli/command.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/usage.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/bucket.hpp"
@@ -265,6 +266,8 @@ void register_commands(CLI::App& app, Context& context, std::string_view only) {
 std::unique_ptr<CLI::App> make_app(Context& context, const std::vector<std::string>& arguments) {
   auto app = std::make_unique<CLI::App>(
       "tfork: give every agent its own copy-on-write fork of a Tigris bucket", "tfork");
+  // Before any subcommand is added: each takes its parent's formatter when it is made.
+  app->formatter(make_help_formatter());
   app->set_version_flag("--version", std::string("tfork ") + k_version);
   app->require_subcommand(1);
   app->fallthrough();  // global options are accepted after the subcommand too
@@ -311,6 +314,8 @@ int run(int argc, char** argv, Context& context) {
       usage_error("this command takes no command after --");
     // `serve` takes SIGINT/SIGTERM with sigwait; every other command through interrupted().
     if (!context.takes_signals) install_interrupt_handler();
+    if (context.options.json && context.options.output == "table")
+      spdlog::warn("--json and --output table contradict each other; printing JSON");
     if (context.selected_command) result = context.selected_command();
   } catch (const CLI::Success& done) {  // --help, --version
     return app->exit(done);

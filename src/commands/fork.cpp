@@ -5,6 +5,7 @@
 #include "tfork/commands/fork.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/fork_create_options.hpp"
 #include "tfork/output/progress.hpp"
@@ -108,9 +109,9 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
   auto* command = fork.add_subcommand(
       "create",
       "Snapshot SOURCE once, then create N forks of it and one scoped access key per fork");
-  command->add_option("source", options->source, "The bucket to fork (snapshot-enabled)")
+  command->add_option("SOURCE", options->source, "The bucket to fork (snapshot-enabled)")
       ->required();
-  command->add_option("names", options->names, "Fork names (instead of -n N)");
+  command->add_option("NAME", options->names, "Fork names (instead of -n N)");
   add_fork_create_options(*command, *options, false);
   command->add_flag("--keep-partial", options->keep_partial,
                     "On failure keep what was created and exit 7 (default: roll back)");
@@ -124,6 +125,11 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
                    "from its snapshot, each with its key")
       ->type_name("K")
       ->check(cli::whole_number("--add", 1, workflow::k_max_forks));
+  cli::describe(
+      *command,
+      cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
+      {"tfork fork create training-data -n 8 --manifest run.json",
+       "tfork fork create training-data alice bob --keys readonly"});
   cli::on_run(*command, context, [options, &context] { return run_create(*options, context); });
 }
 
@@ -164,11 +170,17 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
       "or let `tfork fork exec` do it. Exit 3 for a fork the manifest does not record as live." +
       std::string("\n\n") + command->get_footer());
   command->add_option("--manifest", options->manifest, "The manifest of fork create")->required();
-  command->add_option("fork", options->selector, "1-based index or bucket name")->required();
+  command
+      ->add_option("FORK", options->selector,
+                   "The fork: its 1-based index in the manifest, or its name")
+      ->required();
   command
       ->add_option("--format", options->format,
                    "env (export/unset lines, the default), dotenv, or json")
       ->transform(cli::one_of("--format", {"env", "dotenv", "json"}));
+  cli::describe(*command, 0,
+                {"( eval \"$(tfork fork env --manifest run.json 3)\"; ./agent.sh )",
+                 "tfork fork env --manifest run.json run-1 --format dotenv > agent.env"});
   cli::on_run(*command, context, [options] { return run_env(*options); });
 }
 

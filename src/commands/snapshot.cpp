@@ -3,6 +3,7 @@
 #include "tfork/commands/snapshot.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/cli/values.hpp"
 #include "tfork/core/error.hpp"
 #include "tfork/output/render.hpp"
@@ -13,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -392,6 +394,33 @@ cli::CommandResult run_snapshot_rm(RemoveOptions options, cli::Context& context)
       ops.push_back(tigris::delete_snapshot(options.bucket, version));
     return context.dry_run(ops);
   }
+  // A snapshot forks were made from is what those forks' source looked like when they began
+  // (fork diff and merge compare against it): deleting it asks, as prune --unused keeps it.
+  if (!context.options.yes) {
+    std::vector<std::string> used;
+    std::optional<std::string> unknown;  // why the forks could not be counted
+    try {
+      const auto forks = count_forks(context.client(), options.bucket);
+      for (const auto& version : options.versions)
+        if (const auto n = count_of(forks, version).value_or(0); n > 0)
+          used.push_back(fmt::format("{} ({} fork{})", version, n, n == 1 ? "" : "s"));
+    } catch (const TforkError& failure) {
+      // A missing bucket is the delete's own answer (each version fails, exit 3); anything
+      // else leaves the question open.
+      if (failure.error().kind == ErrorKind::interrupted) throw;
+      if (failure.error().kind != ErrorKind::not_found) unknown = failure.what();
+    }
+    if (!used.empty())
+      context.confirm(fmt::format(
+          "Forks of {} were made from {}; without it, fork diff and fork merge cannot compare "
+          "them with where they began. Delete anyway?",
+          output::printable(options.bucket), fmt::join(used, ", ")));
+    if (unknown)
+      context.confirm(
+          fmt::format("Could not list the forks of {} ({}), so whether forks were "
+                      "made from these snapshots is not known. Delete anyway?",
+                      output::printable(options.bucket), *unknown));
+  }
   const auto result = run_snapshot_rm(context.client(), options, context.batch_settings());
   auto outcome = cli::document(to_json(result), to_table(result));
   outcome.error = batch_error(result);
@@ -412,8 +441,11 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   auto* take = snapshot->add_subcommand(
       "take", "Snapshot a bucket (CreateBucketSnapshot) and print the version");
   take->add_option("BUCKET", take_options->bucket, "Bucket to snapshot")->required();
-  take->add_option("--name", take_options->name,
-                   "Snapshot name (printable ASCII, no ';', no line breaks)");
+  take->add_option(
+      "--name", take_options->name,
+      "Snapshot name: 1-255 characters of printable ASCII, no ';', no space at either end");
+  cli::describe(*take, cli::honours::client | cli::honours::dry_run,
+                {"v=$(tfork snapshot take training-data --name baseline)"});
   cli::on_run(*take, context,
               [&context, take_options] { return run_snapshot_take(*take_options, context); });
 
@@ -423,6 +455,7 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
   ls->add_option("BUCKET", ls_options->bucket, "Bucket whose snapshots to list")->required();
   ls->add_option("--limit", ls_options->limit, "List at most N snapshots (the newest)")
       ->check(cli::whole_number("--limit", 1, 1'000'000));
+  cli::describe(*ls, cli::honours::client, {"tfork snapshot ls training-data --limit 10"});
   cli::on_run(*ls, context,
               [&context, ls_options] { return run_snapshot_ls(*ls_options, context); });
 
@@ -449,6 +482,9 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
                     "Delete the snapshots taken more than DURATION ago (e.g. 12h, 7d)");
   prune->add_flag("--unused", prune_args->options.unused,
                   "Keep every snapshot that an existing fork was made from");
+  cli::describe(*prune, cli::honours::client | cli::honours::batch | cli::honours::dry_run,
+                {"tfork snapshot prune training-data --keep-last 5 --unused",
+                 "tfork snapshot prune training-data --older-than 7d --dry-run"});
   cli::on_run(*prune, context,
               [&context, prune_args] { return run_snapshot_prune(*prune_args, context); });
 
@@ -458,11 +494,16 @@ void register_snapshot(CLI::App& root, cli::Context& context) {
       "Each version is reported as deleted, not-found (nothing to do) or failed. Exit 0 when\n"
       "some are deleted and the rest were not found; 3 when none of them exists; when\n"
       "every version failed for one reason (one version named, say), that error's exit code;\n"
-      "when only some failed, or for different reasons, 7." +
+      "when only some failed, or for different reasons, 7. Deleting a snapshot that an existing\n"
+      "fork was made from asks first (--yes off a terminal): fork diff and merge need it." +
       std::string("\n\n") + rm->get_footer());
   rm->add_option("BUCKET", rm_options->bucket, "Bucket the snapshots belong to")->required();
   rm->add_option("VERSION", rm_options->versions, "Snapshot versions (see tfork snapshot ls)")
       ->required();
+  cli::describe(
+      *rm,
+      cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
+      {"tfork snapshot rm training-data 1751631910196672425"});
   cli::on_run(*rm, context,
               [&context, rm_options] { return run_snapshot_rm(*rm_options, context); });
 }

@@ -5,16 +5,19 @@
 #include "tfork/commands/teardown.hpp"
 
 #include "tfork/cli/context.hpp"
+#include "tfork/cli/help.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/workflow/manifest.hpp"
 #include "tfork/workflow/teardown.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 namespace tfork::commands {
 namespace {
@@ -107,13 +110,32 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
     usage_error("--delete-snapshot and --keep-snapshot contradict each other");
 
   workflow::TeardownPlan plan;
+  std::vector<std::string> unreadable;  // the manifests that could not be read, and why
   if (!options.manifests.empty()) {
     std::vector<workflow::Manifest> manifests;
     std::vector<workflow::ManifestFile> files;
     for (const auto& path : options.manifests) {
-      manifests.push_back(workflow::read_manifest(path));
-      files.push_back({path, manifests.back()});
+      std::error_code missing;
+      if (options.manifests.size() > 1 && !std::filesystem::exists(path, missing) &&
+          !tigris::bucket_name_problem(path))
+        usage_error(fmt::format(
+            "'{}' was read as a manifest (--manifest takes every word after it) and there is no "
+            "such file; fork names and --manifest do not mix: tear the fork down on its own "
+            "(tfork teardown {})",
+            output::printable(path), output::printable(path)));
+      try {
+        manifests.push_back(workflow::read_manifest(path));
+        files.push_back({path, manifests.back()});
+      } catch (const TforkError& error) {
+        // One bad manifest among good ones: the good ones are still torn down (their forks
+        // and keys are live), and the bad one is the error of the run (exit 7).
+        if (error.error().kind != ErrorKind::usage || options.manifests.size() == 1) throw;
+        unreadable.push_back(error.error().message);
+      }
     }
+    if (manifests.empty())
+      throw TforkError(ErrorKind::usage, "InvalidManifest",
+                       fmt::format("{}", fmt::join(unreadable, "; ")));
     use_manifest_endpoints(manifests, context);
     plan = workflow::plan_from_manifests(std::move(files), options.delete_snapshot,
                                          options.keep_snapshot);
@@ -139,6 +161,16 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   const auto teardown = workflow::run_teardown(context.client(), plan, context.batch_settings());
   auto result = cli::document(workflow::to_json(teardown), workflow::to_table(teardown));
   result.error = teardown.error;
+  if (!unreadable.empty()) {
+    const auto why = fmt::format("{} (the other manifests were {})", fmt::join(unreadable, "; "),
+                                 plan.dry_run ? "read" : "torn down");
+    if (result.error) {
+      result.error->message += "; " + why;
+    } else {
+      result.error = Error{ErrorKind::partial, "InvalidManifest", why, 0, {}};
+    }
+    result.error->kind = ErrorKind::partial;
+  }
   if (!result.error && !plan.dry_run && context.progress_for_people() && !teardown.forks.empty())
     result.notice =
         teardown_summary(teardown, std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -168,12 +200,14 @@ void register_teardown(CLI::App& root, cli::Context& context) {
       "--dry-run reads what a teardown reads (HeadBucket, the fork and key listings) and shows\n"
       "a would-delete row per fork, key and snapshot; nothing is deleted or rewritten." +
       std::string("\n\n") + command->get_footer());
-  command->add_option("forks", options->forks, "Fork buckets to tear down");
-  command->add_option(
-      "--manifest", options->manifests,
-      "Manifests of fork create: their forks and keys, at the endpoints they record "
-      "(left in place; a re-run is harmless)");
-  command->add_option("--source", options->source, "Tear down the forks of this bucket ...");
+  command->add_option("FORK", options->forks, "Fork buckets to tear down");
+  command
+      ->add_option("--manifest", options->manifests,
+                   "Manifests of fork create: their forks and keys, at the endpoints they record "
+                   "(left in place; a re-run is harmless)")
+      ->type_name("FILE");
+  command->add_option("--source", options->source, "Tear down the forks of this bucket ...")
+      ->type_name("BUCKET");
   command->add_option("--prefix", options->prefix,
                       "... named PREFIX-N, as fork create --prefix PREFIX names them");
   command->add_flag("--all", options->all, "... all of them (clean-up after crashed jobs)");
@@ -194,6 +228,11 @@ void register_teardown(CLI::App& root, cli::Context& context) {
                     "when no other fork uses it)");
   command->add_flag("--delete-snapshot", options->delete_snapshot,
                     "Also delete a snapshot the run was given (--snapshot), after the forks");
+  cli::describe(
+      *command,
+      cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
+      {"tfork teardown --manifest run.json",
+       "tfork teardown --source training-data --all --older-than 1d --yes"});
   cli::on_run(*command, context, [options, &context] { return run(*options, context); });
 }
 

@@ -27,6 +27,8 @@ std::string_view status_name(Status status) {
       return "rolled-back";
     case Status::not_attempted:
       return "not-attempted";
+    case Status::interrupted:
+      return "interrupted";
     case Status::none:
       return "none";
     case Status::failed:

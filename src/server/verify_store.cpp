@@ -8,7 +8,9 @@
 #include "tfork/server/serve.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -16,6 +18,9 @@
 
 namespace tfork::server {
 namespace {
+
+// Objects named per bad blob; a blob shared by many forks' objects gets "and more".
+constexpr std::size_t k_users_named = 5;
 
 Error verify_error(std::string code, std::string message) {
   return Error{ErrorKind::other, std::move(code), std::move(message), 0, {}};
@@ -113,26 +118,37 @@ std::optional<Error> verify_store(const ServeOptions& options,
     const auto path = *in_db ? dir / "meta.db" : store.blob_path(blob);
     const auto found = *in_db ? check_bytes(**in_db, blob) : check_blob(path, blob);
     bytes += found.size;
+    if (found.verdict == BlobCheck::Verdict::good) continue;
+    // And what a person lost: the objects whose bytes these are (issue 26 §3).
+    const auto users = store.blob_users(blob, k_users_named + 1);
+    const auto named = [&] {
+      if (!users) return fmt::format(" [objects not known: {}]", users.error().message);
+      if (users->empty()) return std::string(" [no object uses it]");
+      const auto shown = std::min(users->size(), k_users_named);
+      return fmt::format(" [{}{}]", fmt::join(users->begin(), users->begin() + shown, ", "),
+                         users->size() > shown ? ", and more" : "");
+    }();
     switch (found.verdict) {
       case BlobCheck::Verdict::good:
         break;
       case BlobCheck::Verdict::missing:
         ++missing;
-        report(fmt::format("missing {}: {} ({})", blob.hash, path.string(), found.error));
+        report(fmt::format("missing {}: {} ({}){}", blob.hash, path.string(), found.error, named));
         break;
       case BlobCheck::Verdict::unreadable:
         ++corrupt;
-        report(fmt::format("unreadable {}: {} ({})", blob.hash, path.string(), found.error));
+        report(
+            fmt::format("unreadable {}: {} ({}){}", blob.hash, path.string(), found.error, named));
         break;
       case BlobCheck::Verdict::wrong_size:
         ++corrupt;
-        report(fmt::format("corrupt {}: {} has {} bytes, {} recorded", blob.hash, path.string(),
-                           found.size, blob.size));
+        report(fmt::format("corrupt {}: {} has {} bytes, {} recorded{}", blob.hash, path.string(),
+                           found.size, blob.size, named));
         break;
       case BlobCheck::Verdict::corrupt:
         ++corrupt;
-        report(
-            fmt::format("corrupt {}: {} hashes to {}", blob.hash, path.string(), found.sha256_hex));
+        report(fmt::format("corrupt {}: {} hashes to {}{}", blob.hash, path.string(),
+                           found.sha256_hex, named));
         break;
     }
   }

@@ -950,6 +950,40 @@ Result<std::optional<std::string>> SqliteStore::db_blob_bytes(const BlobRef& blo
   });
 }
 
+Result<std::vector<std::string>> SqliteStore::blob_users(const BlobRef& blob, std::size_t limit) {
+  return read([&](sqlite::Db& db) -> Result<std::vector<std::string>> {
+    std::vector<std::string> users;
+    const auto add_rows = [&](sqlite::Query& q, std::string_view suffix) {
+      while (users.size() < limit && q->step())
+        users.push_back(q->text(0) + "/" + q->text(1) + std::string(suffix));
+    };
+    if (blob.data_id) {
+      auto q = db.query(
+          "SELECT b.name, v.key FROM versions v JOIN buckets b ON b.id = v.bucket_id "
+          "WHERE v.data_id = ?1 LIMIT ?2");
+      q->bind(1, *blob.data_id).bind(2, static_cast<std::int64_t>(limit));
+      add_rows(q, "");
+      return users;
+    }
+    for (const auto* sql :
+         {"SELECT DISTINCT b.name, v.key FROM versions v JOIN buckets b ON b.id = v.bucket_id "
+          "WHERE v.blob = ?1 AND b.state = 0 LIMIT ?2",
+          "SELECT DISTINCT b.name, p.key FROM version_parts p JOIN buckets b "
+          "ON b.id = p.bucket_id WHERE p.blob = ?1 AND b.state = 0 LIMIT ?2"}) {
+      auto q = db.query(sql);
+      q->bind(1, std::string_view(blob.hash)).bind(2, static_cast<std::int64_t>(limit));
+      add_rows(q, "");
+    }
+    auto q = db.query(
+        "SELECT DISTINCT b.name, u.key FROM upload_parts p JOIN uploads u "
+        "ON u.upload_id = p.upload_id JOIN buckets b ON b.id = u.bucket_id "
+        "WHERE p.blob = ?1 LIMIT ?2");
+    q->bind(1, std::string_view(blob.hash)).bind(2, static_cast<std::int64_t>(limit));
+    add_rows(q, " (upload)");
+    return users;
+  });
+}
+
 Result<std::vector<BlobRef>> SqliteStore::list_blobs() {
   return read([&](sqlite::Db& db) -> Result<std::vector<BlobRef>> {
     std::vector<BlobRef> blobs;

@@ -135,6 +135,7 @@ class SqliteStore final : public Store {
   std::filesystem::path blob_path(const BlobRef& blob) const override;
   Result<std::vector<BlobRef>> list_blobs() override;
   Result<std::optional<std::string>> db_blob_bytes(const BlobRef& blob) override;
+  Result<std::vector<std::string>> blob_users(const BlobRef& blob, std::size_t limit) override;
   std::filesystem::path tmp_dir() const override;
   Result<BlobRef> adopt_blob(const std::filesystem::path& file,
                              std::string_view sha256_hex) override;

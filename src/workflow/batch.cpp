@@ -219,4 +219,41 @@ std::optional<Error> batch_error(const BatchTally& tally, const BatchWords& word
                0, first.request_id};
 }
 
+std::optional<Error> take_shared_cause(std::span<std::optional<Error>* const> errors,
+                                       std::span<const std::string> names) {
+  auto cause_of = [&](std::size_t i) {
+    std::string_view message = (*errors[i])->message;
+    if (i < names.size() && message.starts_with(names[i]) &&
+        message.substr(names[i].size()).starts_with(": "))
+      message.remove_prefix(names[i].size() + 2);
+    // The transport's " (after N attempts)" differs with the timing, not with the cause.
+    if (const auto at = message.rfind(" (after ");
+        at != std::string_view::npos && message.ends_with(" attempts)"))
+      message = message.substr(0, at);
+    return message;
+  };
+  std::optional<std::size_t> first;
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]->has_value()) continue;
+    ++failed;
+    if (!first) {
+      first = i;
+      continue;
+    }
+    if ((*errors[i])->code != (*errors[*first])->code || cause_of(i) != cause_of(*first))
+      return std::nullopt;
+  }
+  if (failed == 0 || (failed == 1 && !is_systemic(**errors[*first]))) return std::nullopt;
+  Error cause = **errors[*first];
+  cause.message = std::string(cause_of(*first));
+  for (auto* error : errors)
+    error->reset();
+  return cause;
+}
+
+bool is_systemic(const Error& error) {
+  return error.kind == ErrorKind::network || error.kind == ErrorKind::auth;
+}
+
 }  // namespace tfork::workflow

@@ -88,6 +88,7 @@ class ForkRun {
     if (runner_.interrupted()) return end_interrupted();
     make_forks();
     if (runner_.interrupted()) return end_interrupted();
+    say_shared_cause_once();
     if (failed_any() && !plan_.keep_partial) return roll_back();
     if (failed_any()) outcome_.error = batch_error(tally(), {"forks", "fork", "failed"});
     return end_run();
@@ -148,13 +149,11 @@ class ForkRun {
               {}});
   }
 
-  // Nothing was sent that makes anything: every fork is `failed`, and no manifest is written
-  // (there is nothing to tear down).
+  // Nothing was sent that makes anything: the cause is the run's one error (said once, issue
+  // 26 §3), every fork `not-attempted`, and no manifest is written (nothing to tear down).
   bool fail_before_start(Error error) {
-    for (std::size_t i = 0; i < own_forks_; ++i) {
-      outcome_.manifest.forks[i].status = Status::failed;
-      outcome_.manifest.forks[i].error = error;
-    }
+    for (std::size_t i = 0; i < own_forks_; ++i)
+      outcome_.manifest.forks[i].status = Status::not_attempted;
     outcome_.error = std::move(error);
     return false;
   }
@@ -411,7 +410,28 @@ class ForkRun {
 
   void note_failure(const Error& error) {
     if (!first_error_) first_error_ = error;
-    if (!plan_.keep_partial) runner_.stop();
+    // A cause the other forks would meet too (the IAM endpoint unreachable) stops the run even
+    // with --keep-partial: what was not sent stays not-attempted.
+    if (!plan_.keep_partial || is_systemic(error)) runner_.stop();
+  }
+
+  // Forks that all failed for one cause say it once, in the run's error (issue 26 §3).
+  void say_shared_cause_once() {
+    auto& forks = outcome_.manifest.forks;
+    std::vector<std::optional<Error>*> errors;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < own_forks_; ++i) {
+      errors.push_back(&forks[i].error);
+      names.push_back(forks[i].bucket);
+    }
+    const auto failed = std::ranges::count_if(errors, [](auto* e) { return e->has_value(); });
+    auto cause = take_shared_cause(errors, names);
+    if (!cause) return;
+    shared_failures_ = static_cast<std::size_t>(failed);
+    first_error_ = cause;
+    if (failed > 1)
+      first_error_->message = fmt::format("{} forks failed alike: {}", failed, cause->message);
+    shared_cause_ = std::move(cause);
   }
 
   // ---- rollback (cli.md §4.5): keys, then forks, then the snapshot this run took
@@ -541,6 +561,8 @@ class ForkRun {
     counted.total = own_forks_;
     for (std::size_t i = 0; i < own_forks_; ++i)
       if (const auto& error = outcome_.manifest.forks[i].error) counted.failures.push_back(&*error);
+    for (std::size_t i = 0; i < shared_failures_; ++i)
+      counted.failures.push_back(&*shared_cause_);
     return counted;
   }
 
@@ -573,6 +595,8 @@ class ForkRun {
   ForkCreateOutcome outcome_;
   std::vector<ForkState> states_;  // one per fork of this run
   std::optional<Error> first_error_;
+  std::optional<Error> shared_cause_;  // the one cause of every failure, said once
+  std::size_t shared_failures_ = 0;    // how many forks it failed
   bool took_snapshot_ = false;  // this run took the snapshot (no --snapshot): rollback removes it
   std::size_t own_forks_ = 0;   // the first entries of the manifest are this run's forks
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

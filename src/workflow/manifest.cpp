@@ -78,6 +78,7 @@ bool ManifestFork::may_exist() const {
     case ForkStatus::skipped:
     case ForkStatus::kept:
     case ForkStatus::would_delete:
+    case ForkStatus::interrupted:
     case ForkStatus::none:
       return true;
     case ForkStatus::rolled_back:
@@ -155,12 +156,27 @@ Manifest manifest_from_json(const output::Json& json) {
     manifest.snapshot_taken = json["snapshot_taken"].get<bool>();
   manifest.snapshot_name = string_field(json, "snapshot_name", false);
   if (!json.contains("forks") || !json["forks"].is_array()) not_a_manifest("\"forks\" is missing");
+  std::size_t position = 0;
   for (const auto& item : json["forks"]) {
-    if (!item.is_object()) not_a_manifest("an entry of \"forks\" is not an object");
+    ++position;
+    // Which entry is wrong, by its place (1-based) and its bucket when it has one.
+    const auto entry = [&](std::string_view bucket) {
+      return bucket.empty() ? fmt::format("entry {} of \"forks\"", position)
+                            : fmt::format("entry {} of \"forks\" ({})", position, bucket);
+    };
+    if (!item.is_object()) not_a_manifest(entry("") + " is not an object");
     ManifestFork fork;
-    fork.bucket = string_field(item, "bucket", true);
-    const auto status = parse_fork_status(string_field(item, "status", true));
-    if (!status) not_a_manifest("fork " + fork.bucket + " has an unknown status");
+    const auto required = [&](const char* name) {
+      if (!item.contains(name) || !item[name].is_string())
+        not_a_manifest(fmt::format("{} has no \"{}\" string", entry(fork.bucket), name));
+      return item[name].get<std::string>();
+    };
+    fork.bucket = required("bucket");
+    const auto status_text = required("status");
+    const auto status = parse_fork_status(status_text);
+    if (!status)
+      not_a_manifest(fmt::format("{} has an unknown status '{}'", entry(fork.bucket),
+                                 output::printable(status_text)));
     fork.status = *status;
     fork.access_key_id = string_field(item, "access_key_id", false);
     fork.secret_access_key = string_field(item, "secret_access_key", false);
@@ -252,10 +268,20 @@ Manifest read_manifest(const std::filesystem::path& path) {
         fmt::format("cannot read manifest {}: {}", path.string(), std::strerror(errno)));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const auto json = output::Json::parse(buffer.str(), nullptr, false);
-  if (json.is_discarded())
+  const auto text = buffer.str();
+  output::Json json;
+  try {
+    json = output::Json::parse(text);
+  } catch (const output::Json::parse_error& error) {
+    // nlohmann counts bytes; a person counts lines and columns (1-based) of the first bad byte.
+    const auto at = std::min<std::size_t>(error.byte == 0 ? 0 : error.byte - 1, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+    const auto line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const auto column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1) + 1;
     throw TforkError(ErrorKind::usage, "InvalidManifest",
-                     fmt::format("manifest {} is not valid JSON", path.string()));
+                     fmt::format("manifest {} is not valid JSON (line {}, column {})",
+                                 path.string(), line, column));
+  }
   try {
     return manifest_from_json(json);
   } catch (const TforkError& error) {

@@ -177,7 +177,7 @@ class TeardownRun {
         names);
     for (std::size_t k = 0; k < items.size(); ++k) {
       states_[items[k]].headed = true;
-      if (!results[k].decided) mark_failed(result_.forks[items[k]], interrupted_error(k_run_again));
+      if (!results[k].decided) mark_interrupted(result_.forks[items[k]]);
     }
     if (with_key_listing && !results.back().decided)
       key_listing_error_ = interrupted_error(k_run_again);
@@ -265,9 +265,10 @@ class TeardownRun {
       if (!plan_.recursive) {
         states_[i].deletable = false;
         states_[i].revoke_only = true;
+        // Its keys are revoked all the same (the run is over; KEY says what became of them).
         mark_skipped(result_.forks[i], "BucketHasForks",
-                     fmt::format("{} has forks of its own ({}); left in place, its keys revoked "
-                                 "(--recursive deletes its forks and then it)",
+                     fmt::format("{} has forks of its own ({}); left in place (--recursive "
+                                 "deletes its forks and then it)",
                                  states_[i].target.bucket, fmt::join(outside, ", ")));
         continue;
       }
@@ -356,13 +357,19 @@ class TeardownRun {
         recorded[id].push_back(i);
     }
     if (key_listing_error_) {
+      // One cause for every fork: said once, as the run's error, and each fork not-attempted,
+      // its recorded keys kept (issue 26 §3).
       auto error = *key_listing_error_;
       error.message = "could not list access keys, so nothing was deleted: " + error.message;
       for (std::size_t i = 0; i < states_.size(); ++i) {
         if (!states_[i].deletable) continue;
         states_[i].deletable = false;
-        mark_failed(result_.forks[i], error);
+        auto& item = result_.forks[i];
+        if (item.error) continue;
+        item.status = Status::not_attempted;
+        if (!states_[i].target.key_ids.empty()) item.key = Status::kept;
       }
+      run_cause_ = std::move(error);
       return;
     }
     std::vector<tigris::Operation> operations;
@@ -448,8 +455,17 @@ class TeardownRun {
         names);
     for (std::size_t k = 0; k < results.size(); ++k) {
       auto& key_item = result_.keys[revoking[k].first];
-      if (!results[k].decided) key_item.error = interrupted_error(k_run_again);
-      const Status outcome = results[k].decided ? key_item.status : Status::failed;
+      if (!results[k].decided) {
+        // Left by the interruption: the key may live, and so its buckets stay.
+        key_item.status = Status::interrupted;
+        for (auto i : revoking[k].second) {
+          result_.forks[i].key = Status::interrupted;
+          states_[i].deletable = false;
+          mark_interrupted(result_.forks[i]);
+        }
+        continue;
+      }
+      const Status outcome = key_item.status;
       if (outcome != Status::failed) revoked.insert(key_item.access_key_id);
       for (auto i : revoking[k].second) {
         result_.forks[i].key = merge_key(result_.forks[i].key, outcome);
@@ -560,14 +576,12 @@ class TeardownRun {
           },
           names);
       for (std::size_t k = 0; k < wave.size(); ++k)
-        if (!results[k].decided && !result_.forks[wave[k]].error)
-          result_.forks[wave[k]].error = interrupted_error(k_run_again);
+        if (!results[k].decided) mark_interrupted(result_.forks[wave[k]]);
       mark_manifests();
     }
     for (std::size_t i = 0; i < states_.size(); ++i) {
       auto& item = result_.forks[i];
-      if (states_[i].deletable && !is_gone_status(item.status) && !item.error)
-        item.error = interrupted_error(k_run_again);
+      if (states_[i].deletable && !is_gone_status(item.status)) mark_interrupted(item);
     }
   }
 
@@ -695,7 +709,7 @@ class TeardownRun {
         },
         versions_of(items));
     for (std::size_t k = 0; k < results.size(); ++k)
-      if (!results[k].decided) result_.snapshots[items[k]].error = interrupted_error(k_run_again);
+      if (!results[k].decided) mark_interrupted(result_.snapshots[items[k]]);
   }
 
   std::vector<std::string> versions_of(const std::vector<std::size_t>& items) const {
@@ -747,6 +761,14 @@ class TeardownRun {
     if (!item.error) item.error = std::move(error);
   }
 
+  // An item the interruption left undecided says so by its status alone; the run's one error
+  // says "interrupted" and what to do (issue 26 §3).
+  template <typename Item>
+  static void mark_interrupted(Item& item) {
+    if (item.error) return;  // decided otherwise before the interruption
+    item.status = Status::interrupted;
+  }
+
   void mark_skipped(TeardownItem& item, std::string code, std::string message) {
     item.status = Status::skipped;
     if (!item.error)
@@ -761,14 +783,42 @@ class TeardownRun {
   // (exit 3), a typo as likely as a finished re-run.
   TeardownResult end_run() {
     static const Error k_failed{ErrorKind::other, "Failed", "failed", 0, {}};
+    // A fork left in place keeps the keys its manifest records unless they were revoked.
+    for (std::size_t i = 0; i < result_.forks.size(); ++i) {
+      auto& item = result_.forks[i];
+      if (item.key == Status::none && !is_gone_status(item.status) &&
+          !states_[i].target.key_ids.empty())
+        item.key = Status::kept;
+    }
+    if (interrupted()) {
+      for (auto& item : result_.forks)
+        if (item.status == Status::failed) mark_interrupted(item);
+      result_.error = interrupted_error(k_run_again);
+      return std::move(result_);
+    }
+    // Forks that all failed alike (every HeadBucket unreachable, every delete refused the same
+    // way) say it once (issue 26 §3).
+    std::vector<std::optional<Error>*> errors;
+    std::vector<std::string> names;
+    for (auto& item : result_.forks) {
+      errors.push_back(&item.error);
+      names.push_back(item.bucket);
+    }
+    const auto failed = std::ranges::count_if(errors, [](auto* e) { return e->has_value(); });
+    std::optional<Error> shared = take_shared_cause(errors, names);
+    if (shared && failed > 1)
+      shared->message = fmt::format("{} forks alike: {}", failed, shared->message);
+    if (run_cause_) {
+      result_.error = std::move(run_cause_);
+      if (shared) result_.error->message = shared->message + "; " + result_.error->message;
+      return std::move(result_);
+    }
     BatchTally tally;
     auto count = [&](bool ok, const std::optional<Error>& error) {
       ++tally.total;
-      if (!ok) tally.failures.push_back(error ? &*error : &k_failed);
+      if (!ok) tally.failures.push_back(error ? &*error : shared ? &*shared : &k_failed);
     };
     for (auto& item : result_.forks) {
-      if (interrupted() && !item.error && item.status == Status::failed)
-        item.error = interrupted_error(k_run_again);
       count(is_gone_status(item.status) && item.key != Status::failed, item.error);
       if (item.status == Status::not_found) tally.missing.push_back(item.bucket);
     }
@@ -776,8 +826,7 @@ class TeardownRun {
       if (item.status == Status::failed) count(false, item.error);
     for (const auto& item : result_.snapshots)
       if (item.status == Status::failed) count(false, item.error);
-    result_.error = interrupted() ? interrupted_error(k_run_again)
-                                  : batch_error(tally, {"items", "fork", "could not be torn down"});
+    result_.error = batch_error(tally, {"items", "fork", "could not be torn down"});
     return std::move(result_);
   }
 
@@ -790,6 +839,7 @@ class TeardownRun {
   std::vector<iam::KeySummary> keys_;
   std::string next_marker_;
   std::optional<Error> key_listing_error_;
+  std::optional<Error> run_cause_;  // one cause for the whole run, said once
   // The first page of each source's fork listing, sent with the last bucket deletes.
   std::map<std::string, http::Result> fork_listings_;
 };

@@ -67,6 +67,14 @@ expect_rc "fork create --snapshot nosuch" 3 tf fork create src no-name --snapsho
 check_contains "stderr" "$(stderr)" "src has no snapshot named 'nosuch' (tfork snapshot ls src lists them)"
 check_eq "no-name exists" 404 "$(bucket_status no-name)"
 
+step "the same cause is said once: every row not-attempted, with no error of its own (issue 26 §3)"
+expect_rc "fork create 3 names --snapshot nosuch" 3 tf fork create src nn-1 nn-2 nn-3 --snapshot nosuch --keys none
+check_eq "rows not-attempted" 3 "$(grep -c ' not-attempted' "$OUT/stdout")"
+check_eq "times the cause is said (stdout and stderr)" 1 "$(cat "$OUT/stdout" "$OUT/stderr" | grep -c "no snapshot named 'nosuch'")"
+expect_rc "the same, --json" 3 tf fork create src nn-1 nn-2 --snapshot nosuch --keys none --json
+check_eq "JSON rows without an error" "not-attempted None not-attempted None" \
+  "$(json_get '" ".join(f["status"] + " " + str(f.get("error")) for f in d["forks"])' <"$OUT/stdout")"
+
 # One nanosecond after the first snapshot: before the second write reached the store.
 between=$((first + 1))
 step "a version that no snapshot has: exit 3 before any fork, naming --any-version"

@@ -115,6 +115,11 @@ def main():
     for name, digest in (("object's own bytes", plain_hash), ("shared part", part_hash)):
         check(any(line.startswith(f"corrupt {digest}: ") and "meta.db" in line for line in lines),
               f"no line for the {name} altered in the database: {lines}")
+    # Each line names what a person lost: the object whose bytes (or part) these are.
+    for digest, key in ((altered_hash, "multi"), (removed_hash, "other"), (plain_hash, "plain"),
+                        (part_hash, "multi")):
+        line = next(line for line in lines if digest in line)
+        check(line.endswith(f" [scrub/{key}]"), f"the line of {key} does not name it: {line!r}")
     check(lines[-1].startswith("verified 4 blobs") and lines[-1].endswith(
         ": 3 corrupt, 1 missing"), f"summary: {lines[-1]!r}")
     check("4 of 4 blobs" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,

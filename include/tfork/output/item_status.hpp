@@ -27,6 +27,7 @@ enum class Status {
   would_delete,   // --dry-run: what a delete would remove
   rolled_back,    // made by this run, then removed again after another item failed
   not_attempted,  // never asked for: the run stopped before it
+  interrupted,    // Ctrl-C or SIGTERM came before its answer: it may or may not have happened
   none,           // no such thing to act on (a fork without a key)
   failed,         // see the error
 };

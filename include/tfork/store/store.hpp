@@ -270,6 +270,11 @@ class Store {
   virtual Result<std::vector<BlobRef>> list_blobs() = 0;
   // The bytes of a blob kept in the database; nullopt when the blob is a file (or unknown).
   virtual Result<std::optional<std::string>> db_blob_bytes(const BlobRef& blob) = 0;
+  // Who uses a blob, for a report (`serve --verify` of a corrupt one): "bucket/key" of up to
+  // `limit` objects whose content, or a part of it, the blob is ("bucket/key (upload)" for an
+  // unfinished upload's part), in the bucket whose version names it; forks that share that
+  // version through their snapshot are not listed. Reads every version: for rare use.
+  virtual Result<std::vector<std::string>> blob_users(const BlobRef& blob, std::size_t limit) = 0;
 
   // ---- objects
   // `conditions` are evaluated in the write's transaction (precondition_failed, no_such_key).

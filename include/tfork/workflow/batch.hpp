@@ -176,4 +176,16 @@ struct BatchTally {
 // * otherwise a partial failure (exit 7): "F of T <items> <failed>; the first: <message>".
 std::optional<Error> batch_error(const BatchTally& tally, const BatchWords& words);
 
+// A cause every failed item shares (an endpoint that cannot be reached, a key refused) is said
+// once (issue 26 §3). `errors[i]` is item i's error (empty: it did not fail), and its message
+// may begin with the item's name, `names[i]` and ": ". When at least two items failed (or one,
+// for a systemic cause: it is not about that item), all with one code and one message once
+// that name is set aside, their copies are dropped and the cause is returned (its message
+// without a name), for the run's one error; else nothing changes.
+std::optional<Error> take_shared_cause(std::span<std::optional<Error>* const> errors,
+                                       std::span<const std::string> names);
+
+// A failure that every other item of the batch would meet too: nothing more is worth sending.
+bool is_systemic(const Error& error);
+
 }  // namespace tfork::workflow
