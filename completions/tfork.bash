@@ -74,7 +74,7 @@ _tfork_option_values() {
     'fork create|--keys') echo 'editor readonly none' ;;
     'fork create|--manifest') echo '@file' ;;
     'fork env|--manifest') echo '@file' ;;
-    'fork env|--format') echo 'env dotenv json' ;;
+    'fork env|--format') echo 'env dotenv json fish k8s-secret github' ;;
     'fork exec|--manifest') echo '@file' ;;
     'fork exec|--sandbox') echo 'auto bwrap none' ;;
     'fork merge|--strategy') echo 'refuse fork-wins' ;;

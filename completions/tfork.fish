@@ -153,7 +153,7 @@ complete -c tfork -n '__tfork_at \'fork diff\'' -l prefix -x -d 'Only keys start
 complete -c tfork -n '__tfork_at \'fork diff\'' -l stat -d 'Counts and bytes only'
 complete -c tfork -n '__tfork_at \'fork diff\'' -l against-parent -d 'The three-way view a merge checks: each key the fork or its parent ...'
 complete -c tfork -n '__tfork_at \'fork env\'' -l manifest -r -F -d 'The manifest of fork create'
-complete -c tfork -n '__tfork_at \'fork env\'' -l format -x -a 'env dotenv json' -d 'env (export/unset lines, the default), dotenv, or json'
+complete -c tfork -n '__tfork_at \'fork env\'' -l format -x -a 'env dotenv json fish k8s-secret github' -d 'env (export/unset lines, the default), dotenv, json, fish, k8s-secr...'
 complete -c tfork -n '__tfork_at \'fork exec\'' -l manifest -r -F -d 'The manifest of fork create'
 complete -c tfork -n '__tfork_at \'fork exec\'' -l parallel -x -d 'Agents running at once'
 complete -c tfork -n '__tfork_at \'fork exec\'' -l logs -x -d 'Write each agent\'s output to DIR/<fork>.log instead of prefixed lin...'

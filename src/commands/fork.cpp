@@ -20,7 +20,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace tfork::commands {
 namespace {
@@ -95,8 +99,12 @@ cli::CommandResult run_create(const ForkCreateOptions& options, cli::Context& co
   if (context.options.dry_run) return context.dry_run(workflow::fork_create_operations(plan));
   const auto started = std::chrono::steady_clock::now();
   auto outcome = workflow::run_fork_create(context.client(), plan, context.batch_settings());
-  auto result =
-      cli::document(workflow::to_json(outcome.manifest), workflow::to_table(outcome.manifest));
+  // Where the record is (issue 26 §2): scripts read the path instead of guessing the name;
+  // null when there is none (no keys, or nothing was made under the default name).
+  auto json = workflow::to_json(outcome.manifest);
+  json["manifest"] =
+      outcome.manifest_kept ? output::Json(plan.manifest_path->string()) : output::Json();
+  auto result = cli::document(std::move(json), workflow::to_table(outcome.manifest));
   result.error = std::move(outcome.error);
   if (!result.error && context.progress_for_people())
     result.notice = create_summary(plan, std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -150,6 +158,30 @@ cli::CommandResult run_env(const EnvOptions& options) {
     result.text = workflow::to_json(env).dump(2) + "\n";
   } else if (options.format == "env") {
     result.text = workflow::to_shell(env);
+  } else if (options.format == "fish") {
+    result.text = workflow::to_fish(env);
+  } else if (options.format == "k8s-secret") {
+    result.text = workflow::to_k8s_secret(env);
+  } else if (options.format == "github") {
+    // Appended to the file GitHub Actions names (the variables reach the later steps); the
+    // masks go to stdout, where the runner reads workflow commands.
+    const char* github_env = std::getenv("GITHUB_ENV");
+    if (github_env == nullptr || *github_env == '\0')
+      throw TforkError(ErrorKind::usage, "UsageError",
+                       "--format github appends to the file $GITHUB_ENV names, and GITHUB_ENV "
+                       "is not set (GitHub Actions sets it in every step)");
+    const auto github = workflow::to_github(env);
+    std::FILE* file = std::fopen(github_env, "a");
+    if (file == nullptr)
+      throw TforkError(
+          ErrorKind::other, "IoError",
+          fmt::format("cannot append to $GITHUB_ENV ({}): {}", github_env, std::strerror(errno)));
+    const bool written = std::fwrite(github.env_file.data(), 1, github.env_file.size(), file) ==
+                         github.env_file.size();
+    if (std::fclose(file) != 0 || !written)
+      throw TforkError(ErrorKind::other, "IoError",
+                       fmt::format("cannot append to $GITHUB_ENV ({})", github_env));
+    result.text = github.masks;
   } else {
     result = cli::document(workflow::to_json(env), workflow::to_shell(env));
   }
@@ -176,11 +208,15 @@ void add_fork_env(CLI::App& fork, cli::Context& context) {
       ->required();
   command
       ->add_option("--format", options->format,
-                   "env (export/unset lines, the default), dotenv, or json")
-      ->transform(cli::one_of("--format", {"env", "dotenv", "json"}));
+                   "env (export/unset lines, the default), dotenv, json, fish, k8s-secret (a "
+                   "Kubernetes Secret) or github (appends to $GITHUB_ENV, prints ::add-mask:: "
+                   "for the secret)")
+      ->transform(
+          cli::one_of("--format", {"env", "dotenv", "json", "fish", "k8s-secret", "github"}));
   cli::describe(*command, 0,
                 {"( eval \"$(tfork fork env --manifest run.json 3)\"; ./agent.sh )",
-                 "tfork fork env --manifest run.json run-1 --format dotenv > agent.env"});
+                 "tfork fork env --manifest run.json run-1 --format dotenv > agent.env",
+                 "tfork fork env --manifest run.json 1 --format github"});
   cli::on_run(*command, context, [options] { return run_env(*options); });
 }
 

@@ -173,6 +173,47 @@ std::string to_shell(const AgentEnv& env) {
   return out;
 }
 
+std::string to_fish(const AgentEnv& env) {
+  std::string out;
+  for (const auto& name : env.unset)
+    out += "set -e " + name + "\n";
+  for (const auto& [name, value] : env.variables) {
+    std::string quoted = "'";
+    for (const char c : value) {
+      if (c == '\'' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    out += fmt::format("set -gx {} {}'\n", name, quoted);
+  }
+  return out;
+}
+
+std::string to_k8s_secret(const AgentEnv& env) {
+  std::string out = fmt::format(
+      "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {}\n  labels:\n"
+      "    app.kubernetes.io/managed-by: tfork\ntype: Opaque\nstringData:\n",
+      output::Json("tfork-" + env.bucket).dump());
+  // A JSON string is a YAML double-quoted scalar: any value, control characters escaped.
+  for (const auto& [name, value] : env.variables)
+    out += fmt::format("  {}: {}\n", name, output::Json(value).dump());
+  return out;
+}
+
+GithubEnv to_github(const AgentEnv& env) {
+  GithubEnv out;
+  std::set<std::string, std::less<>> masked;
+  for (const auto& [name, value] : env.variables) {
+    // A delimiter the value cannot hold, as the environment-file format asks.
+    std::string delimiter = "TFORK_EOF";
+    while (value.find(delimiter) != std::string::npos)
+      delimiter += "_";
+    out.env_file += fmt::format("{}<<{}\n{}\n{}\n", name, delimiter, value, delimiter);
+    if (name.find("SECRET") != std::string::npos && !value.empty() && masked.insert(value).second)
+      out.masks += "::add-mask::" + value + "\n";
+  }
+  return out;
+}
+
 std::string to_dotenv(const AgentEnv& env) {
   std::string out = "# tfork agent environment of " + env.bucket + "; also remove:";
   for (const auto& name : env.unset)

@@ -501,6 +501,7 @@ class ForkRun {
           client().send(tigris::delete_snapshot(plan_.source, outcome_.manifest.snapshot));
       const auto error = tigris::error_from_result(result, "DeleteBucketSnapshot");
       snapshot_removed = !error || snapshot_gone(*error);
+      snapshot_left_ = !snapshot_removed;
       if (!snapshot_removed)
         spdlog::warn("could not delete snapshot {} of {}: {}", outcome_.manifest.snapshot,
                      plan_.source, error->message);
@@ -572,7 +573,16 @@ class ForkRun {
   }
 
   ForkCreateOutcome end_run() {
-    save(true);
+    if (!plan_.manifest_path) {
+      outcome_.manifest_kept = false;
+    } else if (plan_.manifest_defaulted && !runner_.interrupted() &&
+               !records_live_resources(outcome_.manifest) && !snapshot_left_) {
+      std::error_code ignored;
+      std::filesystem::remove(*plan_.manifest_path, ignored);
+      outcome_.manifest_kept = false;
+    } else {
+      save(true);
+    }
     return std::move(outcome_);
   }
 
@@ -597,6 +607,7 @@ class ForkRun {
   std::optional<Error> first_error_;
   std::optional<Error> shared_cause_;  // the one cause of every failure, said once
   std::size_t shared_failures_ = 0;    // how many forks it failed
+  bool snapshot_left_ = false;         // a rollback could not delete the snapshot this run took
   bool took_snapshot_ = false;  // this run took the snapshot (no --snapshot): rollback removes it
   std::size_t own_forks_ = 0;   // the first entries of the manifest are this run's forks
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

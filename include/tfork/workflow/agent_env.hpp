@@ -59,6 +59,19 @@ std::string to_shell(const AgentEnv& env);
 // `docker run --env-file`, which reads values verbatim, takes them), else NAME="value" (a
 // dotenv file cannot unset: a comment lists what the runner must remove).
 std::string to_dotenv(const AgentEnv& env);
+// `--format fish`: `set -e NAME` for each removed name, then `set -gx NAME 'value'`.
+std::string to_fish(const AgentEnv& env);
+// `--format k8s-secret`: a Kubernetes Secret (v1, Opaque) named `tfork-<fork>` whose
+// stringData holds the variables (for `envFrom: - secretRef:`); JSON-quoted values.
+std::string to_k8s_secret(const AgentEnv& env);
+// `--format github`: the variables as a GitHub Actions environment file takes them (NAME<<EOF
+// blocks, safe for any value), to append to $GITHUB_ENV; and the `::add-mask::` lines for the
+// secret values, for the step's own output (the runner masks them in every later log line).
+struct GithubEnv {
+  std::string env_file;
+  std::string masks;
+};
+GithubEnv to_github(const AgentEnv& env);
 // `--format json` / -o json: {"NAME": "value", ..., "REMOVED": null, ...}.
 output::Json to_json(const AgentEnv& env);
 

@@ -84,6 +84,9 @@ struct ForkCreateOutcome {
   // after a rollback; with --keep-partial, the batch rule (batch_error: one kind for all, else
   // partial); interrupted.
   std::optional<Error> error;
+  // The default manifest (a timestamped name nobody chose) of a run that made nothing, or
+  // undid all it made, is removed again (issue 26 §2): false then.
+  bool manifest_kept = true;
 };
 
 // Runs the plan. Never throws for service or network failures (they end up in the outcome);
