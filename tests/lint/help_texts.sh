@@ -37,32 +37,7 @@ while read -r command; do
         complain "tfork $command: example uses $option, which its help does not list: $example"
     done
   done <<<"$examples"
-done <<'COMMANDS'
-bucket create
-bucket rm
-bucket set
-bucket ls
-snapshot take
-snapshot ls
-snapshot rm
-snapshot prune
-fork create
-fork head
-fork ls
-fork env
-fork exec
-fork diff
-fork merge
-fork rebase
-run
-teardown
-serve
-mcp
-mcp config
-mcp install
-completion
-version
-COMMANDS
+done <"$(dirname "${BASH_SOURCE[0]}")/leaf_commands.txt"
 # A value's own name is shown whole, colons and all (a formatter that cut at the first colon
 # showed `--listen HOST`).
 for expect in 'serve|--listen HOST:PORT' 'mcp|--listen HOST:PORT' 'fork exec|--bind SRC[:DST]' \
