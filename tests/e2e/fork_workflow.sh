@@ -43,7 +43,10 @@ expect_rc "fork create" 0 tfork_cli --json fork create fw-src -n 4 --prefix fw-r
   --snapshot "$version" --manifest "$M"
 cp "$OUT/stdout" "$OUT/create.json"
 check_eq "manifest mode" 600 "$(stat -c %a "$M")"
-cmp -s "$M" "$OUT/create.json" || fail "stdout and the manifest differ"
+# stdout is the manifest, and names it (issue 26 §2: "manifest": PATH).
+check_eq "the manifest named" "$M" "$(json_get 'd["manifest"]' <"$OUT/create.json")"
+cmp -s <(json_get 'd' <"$M") <(json_get '{k: v for k, v in d.items() if k != "manifest"}' <"$OUT/create.json") ||
+  fail "stdout and the manifest differ"
 check_fields "fork create" "$M" 'd' source snapshot endpoint iam_endpoint forks snapshot_taken \
   snapshot_name
 check_fields "fork create item" "$M" 'd["forks"][0]' bucket status access_key_id \
