@@ -219,6 +219,28 @@ std::optional<Error> batch_error(const BatchTally& tally, const BatchWords& word
                0, first.request_id};
 }
 
+namespace {
+// Two messages of one cause differ at most in their numbers (a transport's "after 0 ms" and
+// "after 1 ms").
+bool same_but_numbers(std::string_view a, std::string_view b) {
+  auto digits = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digits(a[i]) && digits(b[j])) {
+      while (i < a.size() && digits(a[i]))
+        ++i;
+      while (j < b.size() && digits(b[j]))
+        ++j;
+      continue;
+    }
+    if (a[i] != b[j]) return false;
+    ++i;
+    ++j;
+  }
+  return i == a.size() && j == b.size();
+}
+}  // namespace
+
 std::optional<Error> take_shared_cause(std::span<std::optional<Error>* const> errors,
                                        std::span<const std::string> names) {
   auto cause_of = [&](std::size_t i) {
@@ -241,7 +263,8 @@ std::optional<Error> take_shared_cause(std::span<std::optional<Error>* const> er
       first = i;
       continue;
     }
-    if ((*errors[i])->code != (*errors[*first])->code || cause_of(i) != cause_of(*first))
+    if ((*errors[i])->code != (*errors[*first])->code ||
+        !same_but_numbers(cause_of(i), cause_of(*first)))
       return std::nullopt;
   }
   if (failed == 0 || (failed == 1 && !is_systemic(**errors[*first]))) return std::nullopt;

@@ -33,12 +33,14 @@ struct Rows {
 
 TEST_CASE("one cause on every failed row: the copies go, the cause without a name stays",
           "[batch][shared-cause]") {
-  Rows rows{{"f-1", "f-2", "f-3"},
-            {error(ErrorKind::network, "ConnectError", "f-1: connect failed (after 3 attempts)"),
-             std::nullopt, error(ErrorKind::network, "ConnectError", "f-3: connect failed")}};
+  Rows rows{
+      {"f-1", "f-2", "f-3"},
+      {error(ErrorKind::network, "ConnectError",
+             "f-1: connect failed after 0 ms (after 3 attempts)"),
+       std::nullopt, error(ErrorKind::network, "ConnectError", "f-3: connect failed after 12 ms")}};
   const auto cause = rows.take();
   REQUIRE(cause);
-  CHECK(cause->message == "connect failed");
+  CHECK(cause->message == "connect failed after 0 ms");
   CHECK(cause->code == "ConnectError");
   CHECK(cause->kind == ErrorKind::network);
   for (const auto& e : rows.errors)
