@@ -25,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace tfork::commands {
 namespace {
@@ -171,7 +173,10 @@ cli::CommandResult run_env(const EnvOptions& options) {
                        "--format github appends to the file $GITHUB_ENV names, and GITHUB_ENV "
                        "is not set (GitHub Actions sets it in every step)");
     const auto github = workflow::to_github(env);
-    std::FILE* file = std::fopen(github_env, "a");
+    // It holds the secret: a file made here is the owner's alone (0600), as a manifest is.
+    const int fd = ::open(github_env, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    std::FILE* file = fd < 0 ? nullptr : ::fdopen(fd, "a");
+    if (file == nullptr && fd >= 0) ::close(fd);
     if (file == nullptr)
       throw TforkError(
           ErrorKind::other, "IoError",

@@ -64,6 +64,9 @@ PY
 check_contains "earlier lines kept, the key and fork appended" "$parsed" "kept $key ci-1"
 check_contains "the endpoint" "$parsed" "$AWS_ENDPOINT_URL"
 grep -qF "$secret" "$WORK/github_env" || fail "the secret is not in \$GITHUB_ENV"
+expect_rc "GITHUB_ENV naming a file not there yet" 0 env GITHUB_ENV="$WORK/new_github_env" \
+  "$TFORK" fork env --manifest ci.json 1 --format github
+check_eq "a file made for the secret is the owner's alone" 600 "$(stat -c %a "$WORK/new_github_env")"
 
 step "fork env --format k8s-secret: a Secret with the variables as stringData"
 expect_rc "k8s-secret" 0 tf fork env --manifest ci.json ci-2 --format k8s-secret
