@@ -34,9 +34,50 @@ bool is_already_exists(const Error& error) {
   return error.code == "BucketAlreadyOwnedByYou" || error.code == "BucketAlreadyExists";
 }
 
+// HeadBucket until it shows snapshots `on` (or off), as a one-item batch: the runner's backoff
+// between looks, its interruption, its transport retries.
+void wait_until_visible(tigris::Client& client, const std::string& name, bool on,
+                        const workflow::BatchSettings& settings, std::chrono::milliseconds settle) {
+  using output::Status;
+  const workflow::Backoff backoff{.first = std::chrono::milliseconds(100),
+                                  .cap = std::chrono::milliseconds(2000),
+                                  .budget = settle};
+  const auto started = std::chrono::steady_clock::now();
+  int looks = 0;
+  bool shown = false;
+  std::optional<Error> failure;
+  workflow::BatchRunner runner(client, settings);
+  std::vector<tigris::Operation> first{tigris::head_bucket(name)};
+  const auto items = runner.run(
+      nullptr, std::move(first), [&](std::size_t, const http::Result& answer) -> workflow::Verdict {
+        ++looks;
+        if (auto error = tigris::error_from_result(answer, "HeadBucket"))
+          return workflow::Verdict::done(Status::failed, std::move(error));
+        if (tigris::parse_head_bucket(*answer).snapshots_enabled == on) {
+          shown = true;
+          return workflow::Verdict::done(Status::none);
+        }
+        if (auto wait = backoff.wait(looks, started))
+          return workflow::Verdict::then(tigris::head_bucket(name), *wait);
+        return workflow::Verdict::done(Status::failed);
+      });
+  if (!items[0].decided) throw TforkError(workflow::interrupted_error());
+  if (items[0].outcome.error) throw TforkError(*items[0].outcome.error);
+  if (!shown)
+    throw TforkError(
+        ErrorKind::other, "SettingNotVisible",
+        fmt::format("bucket {}: the service took the change, but HeadBucket still shows "
+                    "snapshots {} after {} s; a snapshot or fork sent now may be refused (run "
+                    "the same command again to wait longer)",
+                    name, on ? "off" : "on",
+                    std::chrono::duration_cast<std::chrono::seconds>(settle).count()));
+  if (looks > 1) spdlog::info("bucket {}: the change showed after {} looks", name, looks);
+}
+
 }  // namespace
 
-CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options) {
+CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options,
+                               const workflow::BatchSettings& settings) {
   const auto operation = tigris::create_bucket(options.name, options.snapshots);
   const auto result = client.send(operation);
   auto error = tigris::error_from_result(result, operation.name);
@@ -55,7 +96,7 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
       const auto info = tigris::parse_head_bucket(*head);
       if (options.snapshots && !info.snapshots_enabled) {
         // cli.md §10: asked for snapshots on a regular bucket of ours: turn them on.
-        run_bucket_set(client, options.name, true);
+        run_bucket_set(client, options.name, true, settings);
         return {options.name, false, true, true};
       }
       return {options.name, false, info.snapshots_enabled, false};
@@ -67,7 +108,9 @@ CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& opti
   throw TforkError(std::move(*error));
 }
 
-SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots) {
+SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots,
+                         const workflow::BatchSettings& settings,
+                         std::chrono::milliseconds settle) {
   if (!snapshots) {
     // tigris-wire §2.2: Snapshot -> Regular is refused for fork parents and forks; said here
     // before anything changes, since the real service checks it only eventually.
@@ -88,6 +131,7 @@ SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool s
   if (auto message = tigris::settings_error(response))
     throw TforkError(ErrorKind::other, "BucketSettingsRefused",
                      fmt::format("bucket {}: {}", name, *message));
+  wait_until_visible(client, name, snapshots, settings, settle);
   return {name, snapshots};
 }
 
@@ -593,7 +637,7 @@ cli::CommandResult run_bucket_create(const CreateOptions& options, cli::Context&
     const tigris::Operation ops[] = {tigris::create_bucket(options.name, options.snapshots)};
     return context.dry_run(ops);
   }
-  const auto result = run_bucket_create(context.client(), options);
+  const auto result = run_bucket_create(context.client(), options, context.batch_settings());
   return cli::document(to_json(result), to_table(result));
 }
 
@@ -646,7 +690,7 @@ cli::CommandResult run_bucket_set(const SetOptions& options, cli::Context& conte
     const tigris::Operation ops[] = {tigris::set_bucket_type(options.name, on)};
     return context.dry_run(ops);
   }
-  const auto result = run_bucket_set(context.client(), options.name, on);
+  const auto result = run_bucket_set(context.client(), options.name, on, context.batch_settings());
   return cli::document(
       output::Json{{"bucket", result.bucket}, {"snapshots_enabled", result.snapshots_enabled}},
       fmt::format("bucket {}: snapshots {}\n", result.bucket,

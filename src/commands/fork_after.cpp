@@ -11,9 +11,11 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/fork_ops.hpp"
 #include "tfork/workflow/fork_diff.hpp"
+#include "tfork/workflow/send_once.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <memory>
 #include <string>
@@ -173,19 +175,53 @@ std::optional<Error> conflict_error(const MergeOptions& options, const std::stri
                {}};
 }
 
+namespace {
+
+// Whether a merge whose answer never came has happened: every key the fork changed since its
+// snapshot is now in the parent as the fork has it (the three listings once more).
+bool merge_landed(tigris::Client& client, const std::string& fork) {
+  bool landed = true;
+  workflow::stream_three_way(client, workflow::diff_target(client, fork), "",
+                             [&](const workflow::ThreeWayChange& change) {
+                               if (change.fork && (!change.parent || change.conflict))
+                                 landed = false;
+                             });
+  return landed;
+}
+
+// The version an answer of a merge or rebase names; "" with a warning when it names none: the
+// operation happened (it answered 2xx), and exit 0 says so (issue 23 §3).
+std::string version_or_warn(const http::Response& response, std::string_view operation,
+                            std::string_view bucket) {
+  auto version = tigris::parse_snapshot_version(response);
+  if (version) return *version;
+  spdlog::warn(
+      "{} of {} happened, but its answer named no X-Tigris-Snapshot-Version: the new "
+      "version is not known (tfork snapshot ls {} lists the snapshots)",
+      operation, bucket, bucket);
+  return {};
+}
+
+}  // namespace
+
 MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent) {
   MergeResult result{options.fork, parent, {}, {}, {}};
   if (!options.no_snapshot) {
-    result.before_snapshot =
-        version_of(tigris::expect_success(
-                       client.send(tigris::take_snapshot(parent, before_merge_name(options.fork))),
-                       "CreateBucketSnapshot"),
-                   "CreateBucketSnapshot");
+    result.before_snapshot = version_of(
+        tigris::expect_success(
+            workflow::send_take_snapshot(client, parent, before_merge_name(options.fork)),
+            "CreateBucketSnapshot"),
+        "CreateBucketSnapshot");
   }
-  result.snapshot = version_of(
-      tigris::expect_success(client.send(tigris::merge_fork(options.fork, parent)), "MergeFork"),
-      "MergeFork");
+  const auto answer = workflow::send_once(client, tigris::merge_fork(options.fork, parent),
+                                          [&]() -> std::optional<std::string> {
+                                            if (merge_landed(client, options.fork))
+                                              return std::string();
+                                            return std::nullopt;
+                                          });
+  result.snapshot =
+      version_or_warn(tigris::expect_success(answer, "MergeFork"), "MergeFork", parent);
   return result;
 }
 
@@ -193,7 +229,7 @@ output::Json to_json(const MergeResult& result) {
   return output::Json{{"fork", result.fork},
                       {"into", result.into},
                       {"before_snapshot", output::json_or_null(result.before_snapshot)},
-                      {"snapshot", result.snapshot},
+                      {"snapshot", output::json_or_null(result.snapshot)},
                       {"changes", changes_json(result.plan.stat.fork)},
                       // --strategy fork-wins: how many of the parent's changes the merge replaced.
                       {"replaced", result.plan.stat.conflicts}};
@@ -204,7 +240,8 @@ std::string to_table(const MergeResult& result) {
   if (!result.before_snapshot.empty())
     text += fmt::format("before: {}  (snapshot '{}': fork it to undo the merge)\n",
                         result.before_snapshot, before_merge_name(result.fork));
-  text += fmt::format("after:  {}\n", result.snapshot);
+  text += fmt::format("after:  {}\n",
+                      result.snapshot.empty() ? "(the service named no version)" : result.snapshot);
   if (result.plan.stat.conflicts > 0)
     text += fmt::format("replaced {} of {}'s changes (--strategy fork-wins)\n",
                         result.plan.stat.conflicts, result.into);
@@ -213,25 +250,34 @@ std::string to_table(const MergeResult& result) {
 
 // ---- fork rebase
 
-std::string rebase_source(tigris::Client& client, const std::string& fork) {
-  const auto head = head_of(client, fork);
+tigris::BucketHead rebase_head(tigris::Client& client, const std::string& fork) {
+  auto head = head_of(client, fork);
   if (!head.fork_source)
     usage_error("bucket " + fork + " is not a fork: there is nothing to rebase");
-  return *head.fork_source;
+  return head;
 }
 
 RebaseResult run_rebase(tigris::Client& client, const std::string& fork,
-                        const std::string& source) {
-  const auto version = version_of(
-      tigris::expect_success(client.send(tigris::rebase_fork(fork)), "RebaseFork"), "RebaseFork");
-  return RebaseResult{fork, source, version};
+                        const tigris::BucketHead& head) {
+  const auto& before = head.fork_source_snapshot;
+  const auto answer =
+      workflow::send_once(client, tigris::rebase_fork(fork), [&]() -> std::optional<std::string> {
+        auto now = head_of(client, fork).fork_source_snapshot;
+        if (now && now != before) return now;
+        return std::nullopt;
+      });
+  const auto version =
+      version_or_warn(tigris::expect_success(answer, "RebaseFork"), "RebaseFork", fork);
+  return RebaseResult{fork, head.fork_source.value_or(""), version};
 }
 
 output::Json to_json(const RebaseResult& result) {
-  return output::Json{{"fork", result.fork}, {"snapshot", result.snapshot}};
+  return output::Json{{"fork", result.fork}, {"snapshot", output::json_or_null(result.snapshot)}};
 }
 
 std::string to_table(const RebaseResult& result) {
+  if (result.snapshot.empty())
+    return fmt::format("rebased {} onto the present of {}\n", result.fork, result.source);
   return fmt::format("rebased {} onto {} as of {}\n", result.fork, result.source, result.snapshot);
 }
 
@@ -394,12 +440,13 @@ cli::CommandResult run_fork_rebase(const std::string& fork, cli::Context& contex
     return context.dry_run(ops);
   }
   auto& client = context.client();
-  const auto source = rebase_source(client, fork);
+  const auto head = rebase_head(client, fork);
+  const auto& source = *head.fork_source;
   context.confirm(
       fmt::format("Rebase fork {} onto the present of {}? It will see {}'s "
                   "current data under its own changes",
                   fork, source, source));
-  const auto result = run_rebase(client, fork, source);
+  const auto result = run_rebase(client, fork, head);
   return cli::document(to_json(result), to_table(result));
 }
 

@@ -11,8 +11,10 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -130,6 +132,16 @@ cli::CommandResult run_fork_head(const std::vector<std::string>& buckets, cli::C
 cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context) {
   cli::require_bucket_name(source);
   const auto result = run_fork_ls(context.client(), source);
+  // A fork made a moment ago may be missing from the listing: say so when the source has a
+  // snapshot that young (tigris-wire §10).
+  try {
+    if (auto warning = tigris::listing_lag_warning(
+            source, tigris::list_all_snapshots(context.client(), source),
+            std::chrono::system_clock::now()))
+      spdlog::warn("{}", *warning);
+  } catch (const TforkError& failure) {
+    if (failure.error().kind == ErrorKind::interrupted) throw;
+  }
   auto outcome = cli::document(to_json(result), to_table(result));
   if (result.forks.empty()) outcome.notice = "No forks of bucket " + result.source + ".";
   return outcome;

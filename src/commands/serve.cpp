@@ -305,7 +305,8 @@ void register_serve(CLI::App& root, cli::Context& context) {
       ->add_option("--quirks", cli->quirks,
                    "Behave like the real gateway where it differs (comma-separated): "
                    "fork-listing-ignores-header, iam-message-errors, snapshot-token-echo, "
-                   "fork-conflict-409, parent-delete-400 (default: none)")
+                   "fork-conflict-409, parent-delete-400, settings-delay, snapshot-gone-400, "
+                   "merge-no-version-header (default: none)")
       ->type_name("LIST");
   command
       ->add_option("--consistency-delay", cli->consistency_delay_ms,

@@ -11,6 +11,7 @@
 #include "tfork/tigris/paging.hpp"
 #include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/duration.hpp"
+#include "tfork/workflow/send_once.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -47,7 +48,7 @@ void check(const TakeOptions& options) {
 
 TakeResult run_snapshot_take(tigris::Client& client, const TakeOptions& options) {
   const auto operation = tigris::take_snapshot(options.bucket, options.name);
-  const auto answer = client.send(operation);
+  const auto answer = workflow::send_take_snapshot(client, options.bucket, options.name);
   if (auto error = tigris::error_from_result(answer, operation.name)) {
     // A 400 here is most often a regular bucket: say how to turn snapshots on (issue 26 §3).
     if (error->http_status == 400)
@@ -164,6 +165,33 @@ void check(const RemoveOptions& options) {
   }
 }
 
+namespace {
+
+// A gateway that refuses the delete of a gone version with some other 4xx: the listing
+// decides, and a version it does not hold was never there, as NoSuchSnapshot says.
+void settle_unclear_refusals(tigris::Client& client, const std::string& bucket,
+                             std::vector<RemoveItem>& versions) {
+  std::vector<std::string> unclear;
+  for (const auto& item : versions)
+    if (item.outcome.status == output::Status::failed && item.outcome.error &&
+        tigris::snapshot_refusal_unclear(*item.outcome.error))
+      unclear.push_back(item.version);
+  if (unclear.empty()) return;
+  std::vector<std::string> absent;
+  try {
+    absent = tigris::snapshots_absent(client, bucket, unclear);
+  } catch (const TforkError& failure) {
+    spdlog::warn("could not list the snapshots of {} to check the refused deletes: {}",
+                 output::printable(bucket), failure.what());
+    return;
+  }
+  for (auto& item : versions)
+    if (std::ranges::find(absent, item.version) != absent.end())
+      item.outcome = {output::Status::not_found, std::nullopt};
+}
+
+}  // namespace
+
 RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& options,
                              const workflow::BatchSettings& settings) {
   using output::Status;
@@ -189,6 +217,7 @@ RemoveResult run_snapshot_rm(tigris::Client& client, const RemoveOptions& option
         {options.versions[i],
          items[i].decided ? items[i].outcome
                           : output::ItemStatus{Status::failed, workflow::interrupted_error()}});
+  settle_unclear_refusals(client, options.bucket, result.versions);
   return result;
 }
 
@@ -276,6 +305,11 @@ PruneResult run_snapshot_prune(tigris::Client& client, const PruneOptions& optio
                    failure.what());
     }
   }
+
+  // "Unused" is read from a fork listing, which may miss forks made a moment ago.
+  if (options.unused)
+    if (auto warning = tigris::listing_lag_warning(options.bucket, snapshots, now))
+      spdlog::warn("{}", *warning);
 
   RemoveOptions deletes{options.bucket, {}};
   std::vector<std::size_t> deleted_at;  // the item of each delete

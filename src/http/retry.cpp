@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The retry rules of cli.md §7 that do not depend on libcurl.
 
+#include "tfork/core/ascii.hpp"
 #include "tfork/http/transport.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <string_view>
 
@@ -11,6 +13,7 @@ namespace tfork::http {
 
 bool is_retryable_response(const Response& response) {
   switch (response.status) {
+    case 408:
     case 429:
     case 500:
     case 502:
@@ -31,6 +34,22 @@ bool is_throttling_response(const Response& response) {
   if (response.status >= 200 && response.status < 300) return false;
   std::string_view body = response.body;
   return body.substr(0, 4096).find("<Code>SlowDown</Code>") != std::string_view::npos;
+}
+
+bool is_retryable_once_sent(const Response& response) {
+  return response.status == 408 || is_throttling_response(response);
+}
+
+std::optional<std::chrono::milliseconds> retry_after(const Response& response,
+                                                     std::chrono::milliseconds cap) {
+  const auto value = response.header("retry-after");
+  if (!value) return std::nullopt;
+  const auto text = ascii::trim(*value);
+  long long seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc{} || end != text.data() + text.size() || seconds < 0) return std::nullopt;
+  if (seconds > cap.count() / 1000) return cap;
+  return std::min(std::chrono::milliseconds(seconds * 1000), cap);
 }
 
 ConcurrencyWindow::ConcurrencyWindow(std::size_t max_parallel)

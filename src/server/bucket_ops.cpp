@@ -205,6 +205,13 @@ std::optional<std::string> snapshot_name(std::string_view value) {
   return std::string(value);
 }
 
+// settings-delay: a snapshot or fork of a bucket whose snapshots were turned on a moment ago is
+// refused as the bucket's old type would be.
+void refuse_while_turning_on(const Context& context, std::string_view bucket) {
+  if (context.variance.settings_shown(bucket, context.now) == false)
+    fail(store_error({store::StoreErrc::not_snapshot_enabled, {}}, std::string(bucket)));
+}
+
 // Merge (tigris-wire §2.11): PUT /<parent> with X-Tigris-Merge-Source-Bucket: <fork>. It
 // writes into the parent and reads the fork, so it needs both rights.
 Response merge_fork(Context& context, const std::string& fork) {
@@ -214,7 +221,8 @@ Response merge_fork(Context& context, const std::string& fork) {
   require(context, fork, Access::read);
   const auto merged = check(context.store.merge_fork(bucket, fork), bucket);
   Response response;
-  response.set_header("X-Tigris-Snapshot-Version", std::to_string(merged.version));
+  if (!context.variance.has(Quirk::merge_no_version_header))
+    response.set_header("X-Tigris-Snapshot-Version", std::to_string(merged.version));
   return response;
 }
 
@@ -231,8 +239,9 @@ Response rebase_fork(Context& context) {
   require(context, *info.fork_source, Access::snapshot);
   const auto rebased = check(context.store.rebase_fork(bucket), bucket);
   Response response;
-  response.set_header("X-Tigris-Snapshot-Version",
-                      std::to_string(rebased.fork_snapshot.value_or(0)));
+  if (!context.variance.has(Quirk::merge_no_version_header))
+    response.set_header("X-Tigris-Snapshot-Version",
+                        std::to_string(rebased.fork_snapshot.value_or(0)));
   return response;
 }
 
@@ -273,6 +282,7 @@ Response create_bucket(Context& context) {
   if (const auto* snapshot = context.header("x-tigris-snapshot")) {
     auto name = snapshot_name(*snapshot);
     require(context, bucket, Access::snapshot);
+    refuse_while_turning_on(context, bucket);
     const auto info = check(context.store.take_snapshot(bucket, std::move(name)), bucket);
     auto response = created(bucket);
     response.set_header("X-Tigris-Snapshot-Version", std::to_string(info.version));
@@ -318,6 +328,7 @@ Response create_bucket(Context& context) {
       error.bucket = bucket;
       fail(std::move(error));
     }
+    refuse_while_turning_on(context, source_name);
     check_create(context, context.store.create_fork(bucket, source_name, at), bucket);
     context.variance.bucket_created(bucket, context.now);
     if (context.variance.answer_fork_conflict(source_name)) {
@@ -365,7 +376,9 @@ Response head_bucket(Context& context) {
   }
   Response response;
   // tigris-wire §2.7: always present; fork headers only on forks; parent flag only when set.
-  response.set_header("X-Tigris-Enable-Snapshot", info.snapshot_enabled ? "true" : "false");
+  const bool shown =
+      context.variance.settings_shown(bucket, context.now).value_or(info.snapshot_enabled);
+  response.set_header("X-Tigris-Enable-Snapshot", shown ? "true" : "false");
   if (info.fork_source) {
     response.set_header("X-Tigris-Fork-Source-Bucket", *info.fork_source);
     response.set_header("X-Tigris-Fork-Source-Bucket-Snapshot",
@@ -386,7 +399,12 @@ Response delete_bucket(Context& context) {
     const auto seq = parse_seq(ascii::trim(*version));
     if (!seq) fail(Err::invalid_argument, "X-Tigris-Snapshot-Version must be a snapshot version.");
     require(context, bucket, Access::snapshot_delete);
-    check(context.store.delete_snapshot(bucket, *seq), bucket);
+    auto deleted = context.store.delete_snapshot(bucket, *seq);
+    if (!deleted && deleted.error().code == store::StoreErrc::no_such_snapshot &&
+        context.variance.has(Quirk::snapshot_gone_400)) {
+      fail(Err::invalid_argument, "The snapshot version is not valid for this bucket.");
+    }
+    check(std::move(deleted), bucket);
     return response;
   }
   // tigris-wire §2.10: both spellings of force delete are in use.
@@ -453,7 +471,9 @@ Response patch_bucket(Context& context) {
     if (!type->is_number_integer() || (*type != 0 && *type != 1)) {
       fail(Err::invalid_argument, "type must be 0 (Regular) or 1 (Snapshot).");
     }
+    const auto before = check(context.store.head_bucket(bucket), bucket).snapshot_enabled;
     check(context.store.set_snapshot_enabled(bucket, *type == 1), bucket);
+    if (before != (*type == 1)) context.variance.settings_changed(bucket, before, context.now);
   } else {
     check(context.store.head_bucket(bucket), bucket);
   }

@@ -24,6 +24,8 @@ FaultDecision FaultInjector::decide() {
   return decision;
 }
 
+// S3's SlowDown, which names no Retry-After: clients back off on their own (a Retry-After the
+// client honours would turn every injected fault into a one-second wait).
 Response slow_down_response() {
   Response response;
   response.status = 503;
@@ -31,7 +33,6 @@ Response slow_down_response() {
   response.body = render_error(make_error(Err::slow_down), "/", request_id);
   response.set_header("Content-Type", "application/xml");
   response.set_header("x-amz-request-id", request_id);
-  response.set_header("Retry-After", "1");
   return response;
 }
 

@@ -578,6 +578,7 @@ struct HttpServer::Impl {
           exchange.phase = Phase::done;
           auto refusal = slow_down_response();
           refusal.set_header("Connection", "close");
+          refusal.set_header("Retry-After", "1");  // a slot frees when a connection ends
           return queue(connection, std::move(refusal), exchange.head.method == "HEAD");
         }
         MHD_get_connection_values_n(connection, MHD_HEADER_KIND, collect_header, &exchange.head);

@@ -79,4 +79,22 @@ bool Variance::answer_fork_conflict(std::string_view source) {
   return count++ % 2 == 1;
 }
 
+void Variance::settings_changed(std::string_view name, bool before, TimePoint now) {
+  if (!has(Quirk::settings_delay)) return;
+  std::lock_guard lock(mutex_);
+  // A second change within the delay keeps the type shown before the first.
+  const auto [it, inserted] =
+      settings_pending_.try_emplace(std::string(name), before, now + k_settings_delay);
+  if (!inserted) it->second.second = now + k_settings_delay;
+}
+
+std::optional<bool> Variance::settings_shown(std::string_view name, TimePoint now) const {
+  if (!has(Quirk::settings_delay)) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  std::erase_if(settings_pending_, [&](const auto& item) { return item.second.second <= now; });
+  const auto found = settings_pending_.find(name);
+  if (found == settings_pending_.end()) return std::nullopt;
+  return found->second.first;
+}
+
 }  // namespace tfork::server

@@ -4,11 +4,13 @@
 #include "tfork/rules/snapshot_name.hpp"
 #include "tfork/tigris/paging.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace tfork::tigris {
 namespace {
@@ -49,6 +51,7 @@ Operation take_snapshot(std::string_view bucket, const std::optional<std::string
   // A CreateBucket on the existing bucket (tigris-wire.md §2.3); the name goes raw.
   Operation op{.name = "CreateBucketSnapshot", .method = "PUT", .bucket = std::string(bucket)};
   op.headers.emplace_back("X-Tigris-Snapshot", name ? "true; name=" + *name : "true");
+  op.resend_if_unanswered = false;  // a second send takes a second snapshot
   return op;
 }
 
@@ -215,6 +218,51 @@ void collect_forks(const ForkPage& page, std::string_view source, std::vector<Fo
 }
 
 }  // namespace
+
+std::optional<std::chrono::seconds> taken_within_listing_lag(
+    const Snapshot& snapshot, std::chrono::system_clock::time_point now) {
+  long long ns = 0;
+  const auto& v = snapshot.version;
+  if (std::from_chars(v.data(), v.data() + v.size(), ns).ec != std::errc{}) return std::nullopt;
+  const auto taken = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(ns)));
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - taken);
+  if (age >= k_fork_listing_lag) return std::nullopt;
+  return std::max(age, std::chrono::seconds(0));
+}
+
+std::optional<std::string> listing_lag_warning(std::string_view source,
+                                               const std::vector<Snapshot>& snapshots,
+                                               std::chrono::system_clock::time_point now) {
+  std::optional<std::chrono::seconds> youngest;
+  for (const auto& snapshot : snapshots)
+    if (const auto age = taken_within_listing_lag(snapshot, now);
+        age && (!youngest || *age < *youngest))
+      youngest = age;
+  if (!youngest) return std::nullopt;
+  return fmt::format(
+      "a snapshot of {} was taken {} s ago: forks made from it may not be listed yet (the "
+      "service lists a new fork within about {} s); run this again after that to be sure",
+      source, youngest->count(), k_fork_listing_lag.count());
+}
+
+bool snapshot_refusal_unclear(const Error& error) {
+  if (error.http_status < 400 || error.http_status >= 500) return false;
+  if (error.http_status == 403 || error.http_status == 408 || error.http_status == 429)
+    return false;
+  return !snapshot_gone(error) && error.code != "NoSuchBucket";
+}
+
+std::vector<std::string> snapshots_absent(Client& client, std::string_view bucket,
+                                          const std::vector<std::string>& versions) {
+  const auto listed = list_all_snapshots(client, bucket);
+  std::vector<std::string> absent;
+  for (const auto& version : versions)
+    if (std::ranges::none_of(listed, [&](const Snapshot& s) { return s.version == version; }))
+      absent.push_back(version);
+  return absent;
+}
 
 std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket, int limit) {
   std::vector<Snapshot> snapshots;

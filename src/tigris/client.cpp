@@ -62,8 +62,8 @@ http::Request prepare_at(const ClientSettings& settings, const Operation& operat
   if (!operation.bucket.empty()) {
     // A dotted name as a host label breaks TLS on *.t3.storage.dev (the wildcard covers one
     // label), so dotted names are always addressed path-style (cli.md §3, issue 7 §5).
-    const bool virtual_hosted =
-        !iam && !settings.path_style && operation.bucket.find('.') == std::string::npos;
+    const bool virtual_hosted = !iam && !settings.path_style && !operation.path_style &&
+                                operation.bucket.find('.') == std::string::npos;
     if (virtual_hosted) {
       url.authority = operation.bucket + "." + url.authority;
     } else {
@@ -95,6 +95,7 @@ http::Request prepare_at(const ClientSettings& settings, const Operation& operat
   request.headers.insert(request.headers.end(), added.begin(), added.end());
   request.headers.emplace_back("user-agent", std::string("tfork/") + k_version);
   request.body = operation.body;
+  request.resend_if_unanswered = operation.resend_if_unanswered;
   return request;
 }
 

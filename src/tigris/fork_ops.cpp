@@ -6,19 +6,26 @@
 namespace tfork::tigris {
 
 Operation merge_fork(std::string_view fork, std::string_view parent) {
-  Operation op{.name = "MergeFork", .method = "PUT", .bucket = std::string(parent)};
+  Operation op{
+      .name = "MergeFork", .method = "PUT", .bucket = std::string(parent), .path_style = true};
   op.headers.emplace_back("X-Tigris-Merge-Source-Bucket", std::string(fork));
+  op.resend_if_unanswered = false;
   return op;
 }
 
 Operation rebase_fork(std::string_view fork) {
-  Operation op{.name = "RebaseFork", .method = "PUT", .bucket = std::string(fork)};
+  Operation op{
+      .name = "RebaseFork", .method = "PUT", .bucket = std::string(fork), .path_style = true};
   op.headers.emplace_back("X-Tigris-Rebase", "true");
+  op.resend_if_unanswered = false;
   return op;
 }
 
 Operation set_bucket_type(std::string_view bucket, bool snapshots) {
-  Operation op{.name = "UpdateBucketSettings", .method = "PATCH", .bucket = std::string(bucket)};
+  Operation op{.name = "UpdateBucketSettings",
+               .method = "PATCH",
+               .bucket = std::string(bucket),
+               .path_style = true};
   op.headers.emplace_back("Content-Type", "application/json");
   op.headers.emplace_back("Accept", "application/json");
   op.body = snapshots ? R"({"type":1})" : R"({"type":0})";

@@ -2,6 +2,7 @@
 #include "tfork/workflow/fork_batch.hpp"
 
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/workflow/send_once.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -159,7 +160,7 @@ class ForkRun {
   }
 
   bool take_snapshot() {
-    const auto result = client().send(tigris::take_snapshot(plan_.source, plan_.snapshot_name));
+    const auto result = send_take_snapshot(client(), plan_.source, plan_.snapshot_name);
     auto error = tigris::error_from_result(result, "CreateBucketSnapshot");
     std::optional<std::string> version;
     if (!error) {

@@ -669,6 +669,16 @@ class TeardownRun {
     }
     std::vector<tigris::Operation> deletes;
     std::vector<std::size_t> items;
+    // A --source teardown found the forks by a listing, which may miss those made a moment
+    // ago from the run's snapshot (tigris-wire §10): said, once per snapshot.
+    if (target.only_if_unused && target.manifest == k_no_manifest) {
+      std::vector<tigris::Snapshot> taken;
+      for (const auto& version : versions)
+        taken.push_back({version, {}, {}});
+      if (auto warning =
+              tigris::listing_lag_warning(target.bucket, taken, std::chrono::system_clock::now()))
+        spdlog::warn("{}", *warning);
+    }
     for (const auto& version : versions) {
       if (in_use.contains(version)) {
         result_.snapshots.push_back(SnapshotItem{
@@ -710,6 +720,36 @@ class TeardownRun {
         versions_of(items));
     for (std::size_t k = 0; k < results.size(); ++k)
       if (!results[k].decided) mark_interrupted(result_.snapshots[items[k]]);
+    settle_unclear_refusals(target.bucket, items);
+  }
+
+  // A gateway that refuses the delete of a gone version with some other 4xx (tigris-wire
+  // §10): a version the bucket's listing no longer holds is already gone.
+  void settle_unclear_refusals(const std::string& bucket, const std::vector<std::size_t>& items) {
+    std::vector<std::string> unclear;
+    for (auto k : items) {
+      const auto& item = result_.snapshots[k];
+      if (item.status == Status::failed && item.error &&
+          tigris::snapshot_refusal_unclear(*item.error))
+        unclear.push_back(item.version);
+    }
+    if (unclear.empty()) return;
+    std::vector<std::string> absent;
+    try {
+      absent = tigris::snapshots_absent(client(), bucket, unclear);
+    } catch (const TforkError& failure) {
+      if (failure.error().kind == ErrorKind::interrupted) return;
+      spdlog::warn("could not list the snapshots of {} to check the refused deletes: {}",
+                   output::printable(bucket), failure.what());
+      return;
+    }
+    for (auto k : items) {
+      auto& item = result_.snapshots[k];
+      if (std::ranges::find(absent, item.version) != absent.end()) {
+        item.status = Status::already_gone;
+        item.error.reset();
+      }
+    }
   }
 
   std::vector<std::string> versions_of(const std::vector<std::size_t>& items) const {

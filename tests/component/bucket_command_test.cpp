@@ -35,7 +35,7 @@ TEST_CASE("bucket create sends PUT /NAME, with X-Tigris-Enable-Snapshot signed w
   FakeTransport transport;
   tigris::Client client(settings(), transport, fixed_clock());
 
-  auto result = bucket_cmd::run_bucket_create(client, {"training-data", true, false});
+  auto result = bucket_cmd::run_bucket_create(client, {"training-data", true, false}, {});
   REQUIRE(transport.requests.size() == 1);
   const auto& request = transport.requests[0];
   CHECK(request.method == "PUT");
@@ -49,7 +49,7 @@ TEST_CASE("bucket create sends PUT /NAME, with X-Tigris-Enable-Snapshot signed w
         R"({"bucket":"training-data","created":true,"snapshots_enabled":true})");
 
   transport.requests.clear();
-  result = bucket_cmd::run_bucket_create(client, {"plain", false, false});
+  result = bucket_cmd::run_bucket_create(client, {"plain", false, false}, {});
   CHECK(header_of(transport.requests.at(0), "X-Tigris-Enable-Snapshot") == "<absent>");
   CHECK_FALSE(result.snapshots_enabled);
 }
@@ -60,8 +60,10 @@ TEST_CASE("bucket create on an existing bucket: exit 6, or created:false with --
   int head_status = 200;
   FakeTransport transport([&](const http::Request& request) -> http::Result {
     if (request.method == "PUT") return s3_error(409, "BucketAlreadyOwnedByYou");
-    if (request.method == "PATCH")
+    if (request.method == "PATCH") {
+      snapshots_on_head = true;  // a service that shows the change at once
       return ok(200, {{"Content-Type", "application/json"}}, R"({"status":"success"})");
+    }
     if (head_status != 200) return ok(head_status);
     return ok(200, {{"X-Tigris-Enable-Snapshot", snapshots_on_head ? "true" : "false"}});
   });
@@ -69,44 +71,47 @@ TEST_CASE("bucket create on an existing bucket: exit 6, or created:false with --
 
   SECTION("without --exist-ok: the conflict, and no HeadBucket") {
     CHECK(failure_kind([&] {
-            bucket_cmd::run_bucket_create(client, {"data", true, false});
+            bucket_cmd::run_bucket_create(client, {"data", true, false}, {});
           }) == ErrorKind::conflict);
     CHECK(transport.requests.size() == 1);
   }
   SECTION("--exist-ok: a HeadBucket reports the snapshot setting") {
-    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true});
+    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true}, {});
     REQUIRE(transport.requests.size() == 2);
     CHECK(transport.requests[1].method == "HEAD");
     CHECK(path_of(transport.requests[1]) == "/data");
     CHECK(bucket_cmd::to_json(result).dump() ==
           R"({"bucket":"data","created":false,"snapshots_enabled":true})");
     snapshots_on_head = false;
-    result = bucket_cmd::run_bucket_create(client, {"data", false, true});
+    result = bucket_cmd::run_bucket_create(client, {"data", false, true}, {});
     CHECK_FALSE(result.snapshots_enabled);
     CHECK_FALSE(result.created);
   }
   SECTION("--snapshots --exist-ok on our regular bucket: a PATCH turns snapshots on") {
     snapshots_on_head = false;
-    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true});
-    REQUIRE(transport.requests.size() == 3);
+    auto result = bucket_cmd::run_bucket_create(client, {"data", true, true}, {});
+    // PUT, HEAD, PATCH, then HEAD again until it shows the change.
+    REQUIRE(transport.requests.size() == 4);
     CHECK(transport.requests[1].method == "HEAD");
     const auto& patch = transport.requests[2];
     CHECK(patch.method == "PATCH");
     CHECK(path_of(patch) == "/data");
     CHECK(patch.body == R"({"type":1})");
+    CHECK(transport.requests[3].method == "HEAD");
     CHECK(bucket_cmd::to_json(result).dump() ==
           R"({"bucket":"data","created":false,"snapshots_enabled":true})");
 
     // Without --snapshots a regular bucket stays as it is: no PATCH.
+    snapshots_on_head = false;
     transport.requests.clear();
-    result = bucket_cmd::run_bucket_create(client, {"data", false, true});
+    result = bucket_cmd::run_bucket_create(client, {"data", false, true}, {});
     CHECK(transport.requests.size() == 2);
     CHECK_FALSE(result.snapshots_enabled);
   }
   SECTION("--exist-ok on someone else's bucket (HeadBucket 403): still the conflict") {
     head_status = 403;
     CHECK(failure_kind([&] {
-            bucket_cmd::run_bucket_create(client, {"data", false, true});
+            bucket_cmd::run_bucket_create(client, {"data", false, true}, {});
           }) == ErrorKind::conflict);
   }
 }
@@ -119,7 +124,7 @@ TEST_CASE("bucket create: BucketAlreadyOwnedByYou after a retry counts as create
     return response;
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = bucket_cmd::run_bucket_create(client, {"data", false, false});
+  const auto result = bucket_cmd::run_bucket_create(client, {"data", false, false}, {});
   CHECK(result.created);
 }
 

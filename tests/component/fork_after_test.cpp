@@ -5,10 +5,12 @@
 #include "tfork/commands/fork.hpp"
 #include "tfork/tigris/fork_ops.hpp"
 #include "tfork/workflow/fork_diff.hpp"
+#include "tfork/workflow/send_once.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "command_harness.hpp"
+#include <atomic>
 #include <sstream>
 
 using namespace tfork;
@@ -127,14 +129,80 @@ TEST_CASE("fork rebase: PUT /<fork> with X-Tigris-Rebase, the new version", "[fo
     return ok(200, {{"X-Tigris-Snapshot-Version", "1000000000000000003"}});
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto source = fork_cmd::rebase_source(client, "run-1");
-  const auto result = fork_cmd::run_rebase(client, "run-1", source);
+  const auto head = fork_cmd::rebase_head(client, "run-1");
+  const auto result = fork_cmd::run_rebase(client, "run-1", head);
   REQUIRE(transport.requests.size() == 2);
   CHECK(transport.requests[1].method == "PUT");
   CHECK(path_of(transport.requests[1]) == "/run-1");
   CHECK(header_of(transport.requests[1], "X-Tigris-Rebase") == "true");
   CHECK(signed_headers(transport.requests[1]).contains("x-tigris-rebase"));
   CHECK(fork_cmd::to_json(result).dump() == R"({"fork":"run-1","snapshot":"1000000000000000003"})");
+}
+
+TEST_CASE(
+    "fork rebase and merge are never sent twice blindly; an answer without a version is "
+    "not a failure",
+    "[fork][rebase][merge][wire]") {
+  std::string base = "1000000000000000001";
+  int puts = 0;
+  bool timeout = true;  // the PUT happens, but its answer never comes
+  bool version_header = true;
+  FakeTransport transport([&](const http::Request& request) -> http::Result {
+    if (request.method == "HEAD")
+      return ok(200, {{"X-Tigris-Enable-Snapshot", "true"},
+                      {"X-Tigris-Fork-Source-Bucket", "data"},
+                      {"X-Tigris-Fork-Source-Bucket-Snapshot", base}});
+    ++puts;
+    base = "1000000000000000009";
+    if (timeout)
+      return std::unexpected(
+          http::TransportError{http::TransportError::Kind::timeout, "request timed out", 1});
+    if (!version_header) return ok(200);
+    return ok(200, {{"X-Tigris-Snapshot-Version", base}});
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+  CHECK_FALSE(tigris::take_snapshot("data", "n").resend_if_unanswered);
+  CHECK_FALSE(tigris::merge_fork("run-1", "data").resend_if_unanswered);
+  CHECK_FALSE(tigris::rebase_fork("run-1").resend_if_unanswered);
+  CHECK(tigris::head_bucket("data").resend_if_unanswered);
+
+  SECTION("a rebase that timed out but moved the base: not sent again, the base read back") {
+    const auto result =
+        fork_cmd::run_rebase(client, "run-1", fork_cmd::rebase_head(client, "run-1"));
+    CHECK(puts == 1);
+    CHECK(result.snapshot == "1000000000000000009");
+  }
+  SECTION("a rebase that timed out and did not happen: sent once more") {
+    const auto head = fork_cmd::rebase_head(client, "run-1");
+    base = "1000000000000000001";
+    FakeTransport lost([&](const http::Request& request) -> http::Result {
+      if (request.method == "HEAD")
+        return ok(200, {{"X-Tigris-Fork-Source-Bucket", "data"},
+                        {"X-Tigris-Fork-Source-Bucket-Snapshot", base}});
+      if (++puts == 1)
+        return std::unexpected(
+            http::TransportError{http::TransportError::Kind::other, "connection reset", 1});
+      return ok(200, {{"X-Tigris-Snapshot-Version", "1000000000000000005"}});
+    });
+    tigris::Client lost_client(settings(), lost, fixed_clock());
+    const auto result = fork_cmd::run_rebase(lost_client, "run-1", head);
+    CHECK(puts == 2);
+    CHECK(result.snapshot == "1000000000000000005");
+  }
+  SECTION("a refused connection is not 'may have happened'") {
+    CHECK_FALSE(workflow::may_have_happened(
+        std::unexpected(http::TransportError{http::TransportError::Kind::connect, "refused", 1})));
+    CHECK(workflow::may_have_happened(http::Response{502, {}, {}, 1}));
+    CHECK_FALSE(workflow::may_have_happened(http::Response{503, {}, {}, 1}));
+  }
+  SECTION("an answer without X-Tigris-Snapshot-Version: done, version null") {
+    timeout = false;
+    version_header = false;
+    const auto result =
+        fork_cmd::run_rebase(client, "run-1", fork_cmd::rebase_head(client, "run-1"));
+    CHECK(puts == 1);
+    CHECK(fork_cmd::to_json(result).dump() == R"({"fork":"run-1","snapshot":null})");
+  }
 }
 
 TEST_CASE("fork diff merges two paged listings, the source read at the fork's snapshot",
@@ -221,35 +289,84 @@ TEST_CASE("fork diff of a missing bucket says it does not exist", "[fork][diff]"
 TEST_CASE("bucket set --snapshots: PATCH {\"type\":N}; off refused for forks and parents",
           "[bucket][set]") {
   std::string head_kind = "plain";
+  bool enabled = false;
   FakeTransport transport([&](const http::Request& request) -> http::Result {
     if (request.method == "HEAD") {
       if (head_kind == "fork") return fork_head("data");
       if (head_kind == "parent")
         return ok(200, {{"X-Tigris-Enable-Snapshot", "true"}, {"X-Tigris-Is-Fork-Parent", "true"}});
-      return ok(200, {{"X-Tigris-Enable-Snapshot", "true"}});
+      return ok(200, {{"X-Tigris-Enable-Snapshot", enabled ? "true" : "false"}});
     }
+    enabled = request.body == R"({"type":1})";
     return ok(200, {{"Content-Type", "application/json"}}, R"({"status":"success"})");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  tfork::commands::bucket::run_bucket_set(client, "data", true);
-  REQUIRE(transport.requests.size() == 1);
+  tfork::commands::bucket::run_bucket_set(client, "data", true, {});
+  REQUIRE(transport.requests.size() == 2);
   CHECK(transport.requests[0].method == "PATCH");
   CHECK(path_of(transport.requests[0]) == "/data");
   CHECK(transport.requests[0].body == R"({"type":1})");
   CHECK(header_of(transport.requests[0], "Content-Type") == "application/json");
+  CHECK(transport.requests[1].method == "HEAD");  // the change shows
 
   transport.requests.clear();
-  tfork::commands::bucket::run_bucket_set(client, "data", false);
-  REQUIRE(transport.requests.size() == 2);
+  tfork::commands::bucket::run_bucket_set(client, "data", false, {});
+  REQUIRE(transport.requests.size() == 3);
   CHECK(transport.requests[0].method == "HEAD");
   CHECK(transport.requests[1].body == R"({"type":0})");
+  CHECK(transport.requests[2].method == "HEAD");
 
   for (const auto* kind : {"fork", "parent"}) {
     head_kind = kind;
     transport.requests.clear();
-    CHECK(failure_kind([&] { tfork::commands::bucket::run_bucket_set(client, "data", false); }) ==
-          ErrorKind::conflict);
+    CHECK(failure_kind([&] {
+            tfork::commands::bucket::run_bucket_set(client, "data", false, {});
+          }) == ErrorKind::conflict);
     REQUIRE(transport.requests.size() == 1);  // the HeadBucket only
+  }
+}
+
+TEST_CASE("bucket set waits until HeadBucket shows the change, bounded and interruptible",
+          "[bucket][set]") {
+  int heads = 0;
+  int shows_after = 3;  // the HEAD from which the change shows
+  FakeTransport transport([&](const http::Request& request) -> http::Result {
+    if (request.method != "HEAD") return ok(200, {}, R"({"status":"success"})");
+    ++heads;
+    return ok(200, {{"X-Tigris-Enable-Snapshot", heads >= shows_after ? "true" : "false"}});
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+
+  SECTION("a delayed change: looked at until it shows") {
+    const auto result = tfork::commands::bucket::run_bucket_set(client, "data", true, {});
+    CHECK(result.snapshots_enabled);
+    CHECK(heads == 3);
+  }
+  SECTION("a change that never shows: a failure that says so once the bound is spent") {
+    shows_after = 1'000'000;
+    try {
+      tfork::commands::bucket::run_bucket_set(client, "data", true, {},
+                                              std::chrono::milliseconds(300));
+      FAIL("no error");
+    } catch (const TforkError& error) {
+      CHECK(error.error().code == "SettingNotVisible");
+      CHECK(error.error().message.find("still shows snapshots off") != std::string::npos);
+    }
+    CHECK(heads >= 2);
+  }
+  SECTION("interrupted while waiting: the interruption, at once") {
+    shows_after = 1'000'000;
+    std::atomic<bool> stop{false};
+    FakeTransport stopping([&](const http::Request& request) -> http::Result {
+      if (request.method != "HEAD") return ok(200, {}, R"({"status":"success"})");
+      stop = true;  // Ctrl-C arrives while the change is not yet visible
+      return ok(200, {{"X-Tigris-Enable-Snapshot", "false"}});
+    });
+    tigris::Client stopping_client(settings(), stopping, fixed_clock());
+    CHECK(failure_kind([&] {
+            tfork::commands::bucket::run_bucket_set(stopping_client, "data", true,
+                                                    {.interrupted = &stop});
+          }) == ErrorKind::interrupted);
   }
 }
 
@@ -259,7 +376,7 @@ TEST_CASE("a settings answer with status error is a failure", "[bucket][set]") {
   });
   tigris::Client client(settings(), transport, fixed_clock());
   try {
-    tfork::commands::bucket::run_bucket_set(client, "data", true);
+    tfork::commands::bucket::run_bucket_set(client, "data", true, {});
     FAIL("no error");
   } catch (const TforkError& error) {
     CHECK(error.error().message.find("lifecycle rules are set") != std::string::npos);

@@ -6,6 +6,7 @@
 #include "tfork/iam/access_keys.hpp"
 #include "tfork/output/render.hpp"
 #include "tfork/tigris/buckets.hpp"
+#include "tfork/tigris/fork_ops.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 
 #include <catch2/catch.hpp>
@@ -56,6 +57,27 @@ TEST_CASE("dotted bucket names go path-style even against a Tigris host", "[wire
   const auto dotted = client.prepare(tigris::head_bucket("my.data.v2"));
   CHECK(dotted.url == "https://t3.storage.dev/my.data.v2");
   CHECK(header_of(dotted, "host") == "t3.storage.dev");
+}
+
+TEST_CASE("the Tigris-only routes go path-style on a Tigris host; S3 calls stay virtual-hosted",
+          "[wire]") {
+  FakeTransport transport;
+  auto client = tigris_client(transport);
+  const auto settings = client.prepare(tigris::set_bucket_type("data", true));
+  CHECK(settings.method == "PATCH");
+  CHECK(settings.url == "https://t3.storage.dev/data");
+  CHECK(header_of(settings, "host") == "t3.storage.dev");
+  const auto merge = client.prepare(tigris::merge_fork("data-1", "data"));
+  CHECK(merge.url == "https://t3.storage.dev/data");
+  CHECK(header_of(merge, "X-Tigris-Merge-Source-Bucket") == "data-1");
+  const auto rebase = client.prepare(tigris::rebase_fork("data-1"));
+  CHECK(rebase.url == "https://t3.storage.dev/data-1");
+  CHECK(header_of(rebase, "host") == "t3.storage.dev");
+  // The S3 operations on the same buckets keep virtual hosting.
+  CHECK(client.prepare(tigris::take_snapshot("data", std::nullopt)).url ==
+        "https://data.t3.storage.dev/");
+  CHECK(client.prepare(tigris::create_fork("data-1", "data", "")).url ==
+        "https://data-1.t3.storage.dev/");
 }
 
 TEST_CASE("signing region: auto for Tigris whatever AWS_REGION says; --region wins; IAM auto",

@@ -8,6 +8,7 @@
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ struct CreateResult {
 
 // Throws TforkError for a failure (exit code of its kind). With --exist-ok and --snapshots,
 // an existing regular bucket of ours gets snapshots turned on (cli.md §10).
-CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options);
+CreateResult run_bucket_create(tigris::Client& client, const CreateOptions& options,
+                               const workflow::BatchSettings& settings);
 // The command: the name checked (exit 64 before anything is sent), --dry-run, the result.
 cli::CommandResult run_bucket_create(const CreateOptions& options, cli::Context& context);
 output::Json to_json(const CreateResult& result);
@@ -46,7 +48,12 @@ struct SetResult {
   std::string bucket;
   bool snapshots_enabled = false;
 };
-SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots);
+// The real service applies the change with a delay (up to ~20 s; tigris-wire.md §10) and
+// refuses a snapshot or fork sent in between, so the PATCH is followed by HeadBucket until it
+// shows the change: within `settle` (30 s), interruptibly (exit 130/143), else a failure.
+SetResult run_bucket_set(tigris::Client& client, const std::string& name, bool snapshots,
+                         const workflow::BatchSettings& settings,
+                         std::chrono::milliseconds settle = std::chrono::seconds(30));
 struct SetOptions {
   std::string name;
   std::string snapshots;  // "on" | "off"

@@ -142,9 +142,12 @@ struct RebaseResult {
   std::string source;
   std::string snapshot;  // the fork's new base
 };
-// HeadBucket of the fork: its source (exit 64 when it is not a fork).
-std::string rebase_source(tigris::Client& client, const std::string& fork);
-RebaseResult run_rebase(tigris::Client& client, const std::string& fork, const std::string& source);
+// HeadBucket of the fork: its source and base (exit 64 when it is not a fork).
+tigris::BucketHead rebase_head(tigris::Client& client, const std::string& fork);
+// The rebase, sent once: an answer that never came is settled by the fork's base in HeadBucket
+// (moved from `head`'s: it happened), and the rebase is sent again only when it did not move.
+RebaseResult run_rebase(tigris::Client& client, const std::string& fork,
+                        const tigris::BucketHead& head);
 output::Json to_json(const RebaseResult& result);
 std::string to_table(const RebaseResult& result);
 cli::CommandResult run_fork_rebase(const std::string& fork, cli::Context& context);

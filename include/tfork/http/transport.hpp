@@ -33,6 +33,11 @@ struct Request {
   // the date of the moment it goes out (a signature is only good for minutes, and a slow
   // retry must not arrive with a stale x-amz-date). Called on the thread of send/send_all.
   std::function<Request()> resign{};
+  // False for a request that must not happen twice (a merge, a rebase, a snapshot taken):
+  // once it may have reached the server (a timeout, a reset, a 500) it is not sent again; a
+  // failure before it left (DNS, connect) or an answer that says it was not carried out (408,
+  // throttling) is still retried. The caller checks the state before it sends it again.
+  bool resend_if_unanswered = true;
 };
 
 struct Response {
@@ -165,11 +170,17 @@ TransportError cancelled_error(const Request& request, int attempts);
 // between threads only if that is what you want.
 std::unique_ptr<Transport> make_curl_transport(const Options& options);
 
-// True for a response that cli.md §7 retries: status 429, 500, 502, 503 or 504, or any other
+// True for a response that cli.md §7 retries: status 408, 429, 500, 502, 503 or 504, or any other
 // non-2xx response whose S3 error body says <Code>SlowDown</Code>. A 2xx body is the
 // operation's payload (it may be an object that merely contains that text), so it never
 // counts as throttling.
 bool is_retryable_response(const Response& response);
+// The same for a request that must not happen twice: only the answers that say it was not
+// carried out (408, and the throttling answers below).
+bool is_retryable_once_sent(const Response& response);
+// Retry-After in seconds (the HTTP-date form is read as absent), capped at `cap`.
+std::optional<std::chrono::milliseconds> retry_after(const Response& response,
+                                                     std::chrono::milliseconds cap);
 // True for the throttling answers among those: 429, 503, or a SlowDown error body.
 bool is_throttling_response(const Response& response);
 

@@ -33,14 +33,29 @@ enum class Quirk {
   fork_conflict_409,
   // Deleting a bucket that still has forks answers 400 BucketHasChildren instead of 409.
   parent_delete_400,
+  // A bucket-settings change (snapshots on or off) takes effect k_settings_delay after it is
+  // answered: until then HeadBucket shows the old type and a snapshot or fork of a bucket
+  // whose snapshots are being turned on is refused (the service's tests wait up to ~20 s,
+  // tigris-wire §10).
+  settings_delay,
+  // DeleteBucketSnapshot of a version that is not there (deleted, or never taken) answers
+  // 400 InvalidArgument, not 404 NoSuchSnapshot (no source asserts the real code, §10).
+  snapshot_gone_400,
+  // Merge and rebase happen but answer without X-Tigris-Snapshot-Version.
+  merge_no_version_header,
 };
 
-inline constexpr std::array<std::pair<Quirk, std::string_view>, 5> k_quirk_names{{
+inline constexpr std::chrono::milliseconds k_settings_delay{2000};
+
+inline constexpr std::array<std::pair<Quirk, std::string_view>, 8> k_quirk_names{{
     {Quirk::fork_listing_ignores_header, "fork-listing-ignores-header"},
     {Quirk::iam_message_errors, "iam-message-errors"},
     {Quirk::snapshot_token_echo, "snapshot-token-echo"},
     {Quirk::fork_conflict_409, "fork-conflict-409"},
     {Quirk::parent_delete_400, "parent-delete-400"},
+    {Quirk::settings_delay, "settings-delay"},
+    {Quirk::snapshot_gone_400, "snapshot-gone-400"},
+    {Quirk::merge_no_version_header, "merge-no-version-header"},
 }};
 
 // "a,b,c" (spaces around names allowed; empty list = none). The error names the unknown
@@ -115,6 +130,11 @@ class Variance {
   // fork-conflict-409: whether this CreateBucketFork of `source` is answered 409.
   bool answer_fork_conflict(std::string_view source);
 
+  // settings-delay: the PATCH changed `name`'s snapshot setting away from `before`; until the
+  // delay is over, settings_shown() answers `before` (nullopt: nothing pending).
+  void settings_changed(std::string_view name, bool before, TimePoint now);
+  std::optional<bool> settings_shown(std::string_view name, TimePoint now) const;
+
  private:
   void forget_expired(TimePoint now) const;
 
@@ -123,6 +143,7 @@ class Variance {
   mutable std::map<std::string, TimePoint, std::less<>> created_;
   mutable std::map<std::string, std::pair<store::BucketInfo, TimePoint>, std::less<>> deleted_;
   std::map<std::string, unsigned, std::less<>> forks_per_source_;
+  mutable std::map<std::string, std::pair<bool, TimePoint>, std::less<>> settings_pending_;
 };
 
 }  // namespace tfork::server

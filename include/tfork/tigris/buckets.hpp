@@ -6,6 +6,7 @@
 #include "tfork/rules/bucket_name.hpp"
 #include "tfork/tigris/client.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -93,6 +94,29 @@ std::expected<ForkPage, std::string> parse_bucket_list_json(const http::Response
 // on a page without entries or without a token, whatever the token says (a gateway may echo
 // the token it was sent on its last page), and on a repeated token. Throws TforkError.
 std::vector<Snapshot> list_all_snapshots(Client& client, std::string_view bucket, int limit = 0);
+
+// The service lists a new fork only after a while (its own tests poll fork listings for up to
+// ~45 s, tigris-wire §10): a listing may miss forks made from a snapshot younger than this.
+inline constexpr std::chrono::seconds k_fork_listing_lag{60};
+// How long ago `snapshot` was taken (its version is the server's Unix nanoseconds), when that
+// is within k_fork_listing_lag of `now`; nullopt for an older one (or an unreadable version).
+std::optional<std::chrono::seconds> taken_within_listing_lag(
+    const Snapshot& snapshot, std::chrono::system_clock::time_point now);
+// The warning of a command that decides by a fork listing of `source` while `snapshots` (the
+// source's) holds one within the lag; nullopt when none does.
+std::optional<std::string> listing_lag_warning(std::string_view source,
+                                               const std::vector<Snapshot>& snapshots,
+                                               std::chrono::system_clock::time_point now);
+
+// A DeleteBucketSnapshot refusal that may mean "no such version" said otherwise than
+// NoSuchSnapshot (no source asserts the real service's code, tigris-wire §10): a 4xx that is
+// not the bucket's absence, a refused key or throttling. Counted as gone only once
+// snapshots_absent() confirms it.
+bool snapshot_refusal_unclear(const Error& error);
+// Those of `versions` that the bucket's snapshot listing does not hold (one listing, all
+// pages). Throws TforkError when the listing fails.
+std::vector<std::string> snapshots_absent(Client& client, std::string_view bucket,
+                                          const std::vector<std::string>& versions);
 
 // A fork of `source` as found by find_forks: the entry and the matching parent's snapshot.
 struct FoundFork {

@@ -28,6 +28,13 @@ struct Operation {
   std::vector<std::pair<std::string, std::string>> query{};  // decoded names and values, in order
   http::Headers headers{};
   std::string body{};
+  // The Tigris-only routes (bucket settings PATCH, merge, rebase) are bound on the endpoint's
+  // own host: the official SDKs send them path-style whatever the S3 addressing
+  // (tigris-wire.md §10), so they always go path-style.
+  bool path_style = false;
+  // http::Request::resend_if_unanswered: false for what must not happen twice (a snapshot
+  // taken, a merge, a rebase); the workflow checks the state before it sends one again.
+  bool resend_if_unanswered = true;
 };
 
 struct ClientSettings {

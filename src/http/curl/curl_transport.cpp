@@ -89,6 +89,12 @@ bool is_retryable(CURLcode code) {
   }
 }
 
+// Failures before the request could have left: it was not carried out, whatever it was.
+bool never_reached_server(CURLcode code) {
+  return code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT ||
+         code == CURLE_SSL_CONNECT_ERROR;
+}
+
 std::string with_attempts(std::string message, int attempts) {
   if (attempts > 1) message += " (after " + std::to_string(attempts) + " attempts)";
   return message;
@@ -436,7 +442,8 @@ class CurlTransport final : public Transport {
           log_->debug("[#{}] < body: {}", transfer.index,
                       debug::loggable_body(transfer.response.body));
         }
-        retry = is_retryable_response(transfer.response);
+        retry = request.resend_if_unanswered ? is_retryable_response(transfer.response)
+                                             : is_retryable_once_sent(transfer.response);
         throttled = is_throttling_response(transfer.response);
         const auto limit_before = window_.limit();
         window_.answered(throttled);
@@ -489,7 +496,7 @@ class CurlTransport final : public Transport {
         result = std::unexpected(TransportError{
             kind, with_attempts(what + std::string(ascii::trim(detail)), transfer.attempts),
             transfer.attempts});
-        retry = is_retryable(code);
+        retry = request.resend_if_unanswered ? is_retryable(code) : never_reached_server(code);
       }
 
       const int budget = throttled && max_attempts() > 1
@@ -504,8 +511,13 @@ class CurlTransport final : public Transport {
         const auto ceiling = backoff_ceiling(
             owner_.options_.retry, transfer.attempts,
             throttled ? std::optional(milliseconds{elapsed_ms(transfer)}) : std::nullopt);
-        const milliseconds delay{
+        milliseconds delay{
             std::uniform_int_distribution<milliseconds::rep>(0, ceiling.count())(owner_.random_)};
+        // The server's own word on when to come back is a floor (cli.md §7).
+        if (result) {
+          if (const auto asked = retry_after(*result, owner_.options_.retry.max_delay))
+            delay = std::max(delay, *asked);
+        }
         if (log_) {
           log_->debug("[#{}] retrying in {} ms (attempt {} of {})", transfer.index, delay.count(),
                       transfer.attempts + 1, budget);

@@ -194,6 +194,11 @@ TEST_CASE("retries follow cli.md section 7", "[http]") {
       response.status = 500;
     } else if (path == "/502-once" || path == "/504-once") {
       response.status = hit == 1 ? (path == "/502-once" ? 502 : 504) : 200;
+    } else if (path == "/408-once") {
+      response.status = hit == 1 ? 408 : 200;
+    } else if (path == "/retry-after-once") {
+      response.status = hit == 1 ? 503 : 200;
+      if (hit == 1) response.set_header("Retry-After", "1");
     } else {
       response.status = std::stoi(path.substr(1));  // "/404", "/403", "/409"
       response.set_content("<Error><Code>Nope</Code></Error>", "application/xml");
@@ -221,6 +226,43 @@ TEST_CASE("retries follow cli.md section 7", "[http]") {
       REQUIRE(result.has_value());
       CHECK(result->status == 200);
       CHECK(result->attempts == 2);
+    }
+  }
+  SECTION("408 is retried") {
+    const auto result = transport->send(get(server, "/408-once"));
+    REQUIRE(result.has_value());
+    CHECK(result->status == 200);
+    CHECK(result->attempts == 2);
+  }
+  SECTION("Retry-After is a floor under the backoff") {
+    auto patient = options;
+    patient.retry.max_delay = 5000ms;  // the cap Retry-After is held to
+    auto waiting = tfork::http::make_curl_transport(patient);
+    const auto started = std::chrono::steady_clock::now();
+    const auto result = waiting->send(get(server, "/retry-after-once"));
+    REQUIRE(result.has_value());
+    CHECK(result->attempts == 2);
+    // fast_options' backoff alone is a few ms; the server asked for a second.
+    CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(1000));
+  }
+  SECTION("what must not happen twice: a 500 or 502 is final, throttling and 408 are retried") {
+    for (const std::string path : {"/500", "/502-once"}) {
+      auto request = get(server, path);
+      request.resend_if_unanswered = false;
+      const auto before = hits_of(path);
+      const auto result = transport->send(request);
+      REQUIRE(result.has_value());
+      CHECK(result->status / 100 == 5);
+      CHECK(result->attempts == 1);
+      CHECK(hits_of(path) == before + 1);
+    }
+    for (const std::string path : {"/429-once", "/408-once", "/slowdown-twice"}) {
+      auto request = get(server, path);
+      request.resend_if_unanswered = false;
+      const auto result = transport->send(request);
+      REQUIRE(result.has_value());
+      CHECK(result->status == 200);
+      CHECK(result->attempts > 1);
     }
   }
   SECTION("a non-2xx SlowDown error body is retried whatever its status") {
@@ -584,6 +626,7 @@ TEST_CASE("--debug logs request and response lines with secrets redacted", "[htt
 
 TEST_CASE("is_retryable_response and backoff_ceiling", "[http]") {
   using tfork::http::backoff_ceiling;
+  using tfork::http::is_retryable_once_sent;
   using tfork::http::is_retryable_response;
   using tfork::http::Response;
   auto response = [](int status, std::string body = {}) {
@@ -592,11 +635,22 @@ TEST_CASE("is_retryable_response and backoff_ceiling", "[http]") {
     r.body = std::move(body);
     return r;
   };
-  for (const int status : {429, 500, 502, 503, 504})
+  for (const int status : {408, 429, 500, 502, 503, 504})
     CHECK(is_retryable_response(response(status)));
   for (const int status : {200, 204, 301, 400, 403, 404, 409, 501}) {
     CHECK_FALSE(is_retryable_response(response(status)));
   }
+  for (const int status : {408, 429, 503})
+    CHECK(is_retryable_once_sent(response(status)));
+  for (const int status : {500, 502, 504, 400})
+    CHECK_FALSE(is_retryable_once_sent(response(status)));
+  auto asked = response(503);
+  asked.headers.emplace_back("Retry-After", "3");
+  CHECK(tfork::http::retry_after(asked, 20000ms) == 3000ms);
+  CHECK(tfork::http::retry_after(asked, 1000ms) == 1000ms);
+  asked.headers.back().second = "Wed, 21 Oct 2015 07:28:00 GMT";
+  CHECK_FALSE(tfork::http::retry_after(asked, 20000ms).has_value());
+  CHECK_FALSE(tfork::http::retry_after(response(503), 20000ms).has_value());
   CHECK(is_retryable_response(response(400, k_slow_down)));
   CHECK_FALSE(is_retryable_response(response(200, k_slow_down)));
 

@@ -223,7 +223,8 @@ TEST_CASE("fault injection decides per request, without sockets", "[server][faul
   REQUIRE(decision.failure.has_value());
   CHECK(decision.failure->status == 503);
   CHECK(xml_value(decision.failure->body, "Code") == "SlowDown");
-  CHECK(*decision.failure->header("Retry-After") == "1");
+  // S3's SlowDown names no time to come back; the client's own backoff and window decide.
+  CHECK(decision.failure->header("Retry-After") == nullptr);
 
   FaultInjector half(FaultOptions{std::chrono::milliseconds(0), 0.5}, 42);
   int failures = 0;
