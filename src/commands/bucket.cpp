@@ -719,7 +719,9 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   ls->footer(
       "Each bucket with whether snapshots are on, the bucket and snapshot it was forked from,\n"
       "and whether it has forks. --forks-of S lists only the forks of S (ListBuckets with\n"
-      "X-Tigris-Fork). --tree --forks-of S draws the fork tree of S: its snapshots, the forks\n"
+      "X-Tigris-Fork), with EXPIRES: when each expires (fork create --expires-in, read from\n"
+      "the name of its snapshot; \"expires_at\" in JSON, null when never).\n"
+      "--tree --forks-of S draws the fork tree of S: its snapshots, the forks\n"
       "made from each, their snapshots and forks in turn (with -o json, one nested\n"
       "document). Exit 3 when S does not exist." +
       std::string("\n\n") + ls->get_footer());

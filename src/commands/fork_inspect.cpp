@@ -223,7 +223,9 @@ void add_fork_ls(CLI::App& fork, cli::Context& context) {
       fork.add_subcommand("ls", "List the forks of a bucket (ListBuckets with X-Tigris-Fork)");
   ls->footer(
       "On a gateway that returns no fork info, falls back to the full bucket listing filtered\n"
-      "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
+      "on each bucket's fork parents. EXPIRES: when the fork expires (fork create\n"
+      "--expires-in, read from the name of its snapshot), marked 'expired' once passed\n"
+      "(\"expires_at\" and \"expired\" in JSON). Exit 3 when SOURCE does not exist." +
       std::string("\n\n") + ls->get_footer());
   ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
   cli::describe(*ls, cli::honours::client, {"tfork fork ls training-data"});

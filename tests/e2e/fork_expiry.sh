@@ -146,4 +146,43 @@ expect_rc "bucket ls --forks-of data" 0 tf bucket ls --forks-of data --json
 check_eq "r-1 expiry from the service" "$r_at" "$(expiry_in "$OUT/stdout" buckets r-1)"
 expect_rc "run with a bad --expires-in" 64 tf run data -n 1 --prefix rbad --expires-in 0s -- true
 
+step "MCP fork_create: expires_in through the same plan (a bad value refused the same way)"
+mkdir -p "$WORK/mcp"
+python3 - "$TFORK" "$WORK/mcp" >"$OUT/mcp.json" 2>"$OUT/mcp.err" <<'PY' || fail "mcp: $(cat "$OUT/mcp.err")"
+import json, subprocess, sys
+tfork, manifests = sys.argv[1], sys.argv[2]
+server = subprocess.Popen([tfork, "mcp", "--source", "data", "--manifest-dir", manifests],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(message):
+    server.stdin.write(json.dumps(message) + "\n")
+    server.stdin.flush()
+def answer(id_):
+    while True:
+        reply = json.loads(server.stdout.readline())
+        if reply.get("id") == id_:
+            return reply
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                 "clientInfo": {"name": "e2e", "version": "1"}}})
+answer(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+results = []
+for id_, expires_in, prefix in ((2, "2h", "mcp"), (3, "0s", "mcpbad")):
+    send({"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+          "params": {"name": "fork_create", "arguments": {
+              "source": "data", "count": 1, "prefix": prefix, "expires_in": expires_in}}})
+    results.append(answer(id_)["result"])
+server.stdin.close()
+server.wait(timeout=30)
+print(json.dumps(results))
+PY
+check_eq "mcp: created, with expires_at" "False created" \
+  "$(json_get "str(d[0].get('isError', False)) + ' ' + d[0]['structuredContent']['forks'][0]['status']" <"$OUT/mcp.json")"
+mcp_at=$(json_get "d[0]['structuredContent']['expires_at']" <"$OUT/mcp.json")
+check_eq "mcp: its manifest" "$mcp_at" "$(json_get 'd["expires_at"]' <"$WORK/mcp/mcp.manifest.json")"
+check_contains "mcp: its snapshot" "$(snapshot_names data)" "tfork mcp expires=$mcp_at"
+check_eq "mcp: a bad expires_in is refused" True "$(json_get "str(d[1].get('isError'))" <"$OUT/mcp.json")"
+check_contains "mcp: it names expires-in" "$(cat "$OUT/mcp.json")" "--expires-in must be"
+check_eq "mcp: nothing made" 404 "$(bucket_status mcpbad-1)"
+
 stop_server
