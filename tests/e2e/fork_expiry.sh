@@ -145,6 +145,10 @@ r_at=$(json_get 'd["expires_at"]' <r.manifest.json)
 expect_rc "bucket ls --forks-of data" 0 tf bucket ls --forks-of data --json
 check_eq "r-1 expiry from the service" "$r_at" "$(expiry_in "$OUT/stdout" buckets r-1)"
 expect_rc "run with a bad --expires-in" 64 tf run data -n 1 --prefix rbad --expires-in 0s -- true
+rm r.manifest.json
+expect_rc "teardown --source data --prefix r" 0 tf teardown --source data --prefix r --json
+check_eq "r-1 gone" 404 "$(bucket_status r-1)"
+check_not_contains "--prefix r finds its snapshot by name, expiry and all" "$(snapshot_names data)" "tfork r expires="
 
 step "MCP fork_create: expires_in through the same plan (a bad value refused the same way)"
 mkdir -p "$WORK/mcp"
