@@ -18,7 +18,7 @@ _tfork_options() {
     'bucket ls') echo '--forks-of --tree' ;;
     'bucket rm') echo '--force' ;;
     'bucket set') echo '--snapshots' ;;
-    'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep-partial --exist-ok --add' ;;
+    'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --expires-in --manifest --keep-partial --exist-ok --add' ;;
     'fork diff') echo '--prefix --stat --against-parent' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
@@ -26,12 +26,12 @@ _tfork_options() {
     'mcp') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir --listen --token-file --allow-remote --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
-    'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
+    'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --expires-in --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
     'serve') echo '--data --listen --allow-remote --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;
-    'teardown') echo '--manifest --source --prefix --all --older-than --recursive --allow-non-fork --keep-snapshot --delete-snapshot' ;;
+    'teardown') echo '--manifest --source --prefix --all --expired --older-than --recursive --allow-non-fork --keep-snapshot --delete-snapshot' ;;
   esac
 }
 
@@ -40,7 +40,7 @@ _tfork_value_options() {
     '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout --progress' ;;
     'bucket ls') echo '--forks-of' ;;
     'bucket set') echo '--snapshots' ;;
-    'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --add' ;;
+    'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --expires-in --manifest --add' ;;
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
@@ -48,7 +48,7 @@ _tfork_value_options() {
     'mcp') echo '--source --manifest --fork --max-inline-bytes --manifest-dir --listen --token-file --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
-    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
+    'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --expires-in --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
     'serve') echo '--data --listen --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than' ;;

@@ -380,14 +380,16 @@ std::string yes_no(const std::optional<bool>& value) {
 }  // namespace
 
 ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string>& forks_of) {
-  ListResult result{forks_of, {}};
+  ListResult result{forks_of, {}, std::chrono::system_clock::now()};
   if (forks_of) {
-    for (auto& fork : fork::run_fork_ls(client, *forks_of).forks) {
+    auto listed = fork::run_fork_ls(client, *forks_of, result.now);
+    for (std::size_t i = 0; i < listed.forks.size(); ++i) {
+      auto& fork = listed.forks[i];
       // Forks are snapshot-enabled by birth (tigris-wire.md §2.6).
       result.buckets.push_back(
           {std::move(fork.bucket), std::move(fork.created), true, *forks_of,
            fork.snapshot.empty() ? std::nullopt : std::optional<std::string>(fork.snapshot),
-           fork.is_fork_parent});
+           fork.is_fork_parent, listed.expires_at[i]});
     }
     return result;
   }
@@ -399,7 +401,7 @@ ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string
         {std::move(entry.bucket), std::move(entry.created), entry.snapshots_enabled,
          std::move(entry.source),
          entry.snapshot && !entry.snapshot->empty() ? std::move(entry.snapshot) : std::nullopt,
-         parent});
+         parent, std::nullopt});
   }
   std::ranges::sort(result.buckets, output::natural_less, &ListRow::bucket);
   return result;
@@ -408,26 +410,35 @@ ListResult run_bucket_ls(tigris::Client& client, const std::optional<std::string
 output::Json to_json(const ListResult& result) {
   output::Json buckets = output::Json::array();
   for (const auto& row : result.buckets) {
-    buckets.push_back(
-        output::Json{{"bucket", row.bucket},
-                     {"created", output::json_time(row.created)},
-                     {"snapshots_enabled", optional_json(row.snapshots_enabled)},
-                     {"fork_source", optional_json(row.fork_source)},
-                     {"fork_source_snapshot", optional_json(row.fork_source_snapshot)},
-                     {"is_fork_parent", optional_json(row.is_fork_parent)}});
+    buckets.push_back(output::Json{
+        {"bucket", row.bucket},
+        {"created", output::json_time(row.created)},
+        {"snapshots_enabled", optional_json(row.snapshots_enabled)},
+        {"fork_source", optional_json(row.fork_source)},
+        {"fork_source_snapshot", optional_json(row.fork_source_snapshot)},
+        {"is_fork_parent", optional_json(row.is_fork_parent)},
+        {"expires_at",
+         row.expires_at ? output::Json(workflow::expiry_text(*row.expires_at)) : output::Json()}});
   }
   return output::Json{{"forks_of", optional_json(result.forks_of)},
                       {"buckets", std::move(buckets)}};
 }
 
 std::string to_table(const ListResult& result) {
-  output::Table table(
-      {"BUCKET", "SNAPSHOTS", "FORK_SOURCE", "FORK_SNAPSHOT", "FORK_PARENT", "CREATED"});
+  // EXPIRES only for the forks of one bucket: that is where an expiry is looked up.
+  std::vector<std::string> columns{"BUCKET",        "SNAPSHOTS",   "FORK_SOURCE",
+                                   "FORK_SNAPSHOT", "FORK_PARENT", "CREATED"};
+  if (result.forks_of) columns.emplace_back("EXPIRES");
+  output::Table table(std::move(columns));
   for (const auto& row : result.buckets) {
-    table.row({row.bucket, yes_no(row.snapshots_enabled),
-               output::cell_or_dash(row.fork_source.value_or("")),
-               output::cell_or_dash(row.fork_source_snapshot.value_or("")),
-               yes_no(row.is_fork_parent), output::table_time(row.created)});
+    std::vector<std::string> cells{row.bucket,
+                                   yes_no(row.snapshots_enabled),
+                                   output::cell_or_dash(row.fork_source.value_or("")),
+                                   output::cell_or_dash(row.fork_source_snapshot.value_or("")),
+                                   yes_no(row.is_fork_parent),
+                                   output::table_time(row.created)};
+    if (result.forks_of) cells.push_back(fork::expires_cell(row.expires_at, result.now));
+    table.row(std::move(cells));
   }
   return table.render();
 }
@@ -752,7 +763,9 @@ void register_bucket(CLI::App& root, cli::Context& context) {
   ls->footer(
       "Each bucket with whether snapshots are on, the bucket and snapshot it was forked from,\n"
       "and whether it has forks. --forks-of S lists only the forks of S (ListBuckets with\n"
-      "X-Tigris-Fork). --tree --forks-of S draws the fork tree of S: its snapshots, the forks\n"
+      "X-Tigris-Fork), with EXPIRES: when each expires (fork create --expires-in, read from\n"
+      "the name of its snapshot; \"expires_at\" in JSON, null when never).\n"
+      "--tree --forks-of S draws the fork tree of S: its snapshots, the forks\n"
       "made from each, their snapshots and forks in turn (with -o json, one nested\n"
       "document). Exit 3 when S does not exist." +
       std::string("\n\n") + ls->get_footer());

@@ -139,7 +139,8 @@ void add_fork_create(CLI::App& fork, cli::Context& context) {
       *command,
       cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
       {"tfork fork create training-data -n 8 --manifest run.json",
-       "tfork fork create training-data alice bob --keys readonly"});
+       "tfork fork create training-data alice bob --keys readonly",
+       "tfork fork create training-data -n 4 --prefix nightly --expires-in 12h"});
   cli::on_run(*command, context, [options, &context] { return run_create(*options, context); });
 }
 

@@ -46,6 +46,12 @@ void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool
         ->transform(cli::one_of("--keys", {"editor", "readonly", "none"}));
   }
   command
+      .add_option("--expires-in", options.expires_in,
+                  "The forks expire DURATION from now (1s up to 366d: 90s, 30m, 12h, 7d, 2w); "
+                  "recorded in the name of the snapshot taken (so the service keeps it) and in "
+                  "the manifest; teardown --expired removes them. Not with --snapshot")
+      ->type_name("DURATION");
+  command
       .add_option("--manifest", options.manifest,
                   "Keep the fork set (with secrets, mode 0600) in FILE, updated as it "
                   "comes into being (default ./<prefix>.manifest.json when keys are "
@@ -68,6 +74,7 @@ workflow::ForkCreatePlan plan_fork_create(const ForkCreateOptions& options, std:
   request.keep_partial = options.keep_partial;
   request.exist_ok = options.exist_ok;
   request.add = options.add;
+  request.expires_in = options.expires_in;
   return workflow::plan_fork_create(request, now_ms);
 }
 

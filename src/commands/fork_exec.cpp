@@ -508,7 +508,8 @@ void register_run(CLI::App& root, cli::Context& context) {
   add_agent_options(*command, options->agents);
   cli::describe(*command, cli::honours::client | cli::honours::batch | cli::honours::dry_run,
                 {"tfork run training-data -n 4 -- ./agent.sh",
-                 "tfork run training-data -n 8 --keep succeeded --usage -- python agent.py"});
+                 "tfork run training-data -n 8 --keep succeeded --usage -- python agent.py",
+                 "tfork run training-data -n 2 --keep all --expires-in 1d -- ./agent.sh"});
   cli::on_run(*command, context, [options, &context] { return run_run(*options, context); });
 }
 

@@ -147,9 +147,24 @@ cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context)
   return outcome;
 }
 
-ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
-  ListResult result{source, tigris::find_forks(client, source)};
+ListResult run_fork_ls(tigris::Client& client, const std::string& source,
+                       std::chrono::system_clock::time_point now) {
+  ListResult result{source, tigris::find_forks(client, source), {}, now};
   std::ranges::sort(result.forks, output::natural_less, &tigris::FoundFork::bucket);
+  result.expires_at.resize(result.forks.size());
+  if (!result.forks.empty()) {
+    // A fork's expiry is in the name of the snapshot it was made from (issue 23 §2).
+    workflow::SnapshotExpiries expiries;
+    try {
+      expiries = workflow::snapshot_expiries(tigris::list_all_snapshots(client, source));
+    } catch (const TforkError& error) {
+      spdlog::warn("could not list the snapshots of {}, so no expiry is shown: {}", source,
+                   error.error().message);
+    }
+    for (std::size_t i = 0; i < result.forks.size(); ++i)
+      if (auto found = expiries.find(result.forks[i].snapshot); found != expiries.end())
+        result.expires_at[i] = found->second;
+  }
   // An empty listing cannot tell "no forks" from a mistyped name: ask the source itself.
   if (result.forks.empty()) {
     if (auto error =
@@ -162,20 +177,39 @@ ListResult run_fork_ls(tigris::Client& client, const std::string& source) {
   return result;
 }
 
+std::string expires_cell(const std::optional<workflow::ExpiryTime>& expires_at,
+                         std::chrono::system_clock::time_point now) {
+  if (!expires_at) return "-";
+  const auto when = output::table_time(workflow::expiry_text(*expires_at));
+  return workflow::is_expired(*expires_at, now) ? when + " expired" : when;
+}
+
 output::Json to_json(const ListResult& result) {
   output::Json forks = output::Json::array();
-  for (const auto& fork : result.forks) {
+  for (std::size_t i = 0; i < result.forks.size(); ++i) {
+    const auto& fork = result.forks[i];
+    output::Json expires_at;
+    bool expired = false;
+    if (i < result.expires_at.size() && result.expires_at[i]) {
+      expires_at = workflow::expiry_text(*result.expires_at[i]);
+      expired = workflow::is_expired(*result.expires_at[i], result.now);
+    }
     forks.push_back(output::Json{{"bucket", fork.bucket},
                                  {"snapshot", output::json_or_null(fork.snapshot)},
-                                 {"created", output::json_time(fork.created)}});
+                                 {"created", output::json_time(fork.created)},
+                                 {"expires_at", std::move(expires_at)},
+                                 {"expired", expired}});
   }
   return output::Json{{"source", result.source}, {"forks", std::move(forks)}};
 }
 
 std::string to_table(const ListResult& result) {
-  output::Table table({"BUCKET", "SNAPSHOT", "CREATED"});
-  for (const auto& fork : result.forks) {
-    table.row({fork.bucket, output::cell_or_dash(fork.snapshot), output::table_time(fork.created)});
+  output::Table table({"BUCKET", "SNAPSHOT", "CREATED", "EXPIRES"});
+  for (std::size_t i = 0; i < result.forks.size(); ++i) {
+    const auto& fork = result.forks[i];
+    table.row({fork.bucket, output::cell_or_dash(fork.snapshot), output::table_time(fork.created),
+               expires_cell(i < result.expires_at.size() ? result.expires_at[i] : std::nullopt,
+                            result.now)});
   }
   return table.render();
 }
@@ -200,7 +234,9 @@ void add_fork_ls(CLI::App& fork, cli::Context& context) {
       fork.add_subcommand("ls", "List the forks of a bucket (ListBuckets with X-Tigris-Fork)");
   ls->footer(
       "On a gateway that returns no fork info, falls back to the full bucket listing filtered\n"
-      "on each bucket's fork parents. Exit 3 when SOURCE does not exist." +
+      "on each bucket's fork parents. EXPIRES: when the fork expires (fork create\n"
+      "--expires-in, read from the name of its snapshot), marked 'expired' once passed\n"
+      "(\"expires_at\" and \"expired\" in JSON). Exit 3 when SOURCE does not exist." +
       std::string("\n\n") + ls->get_footer());
   ls->add_option("SOURCE", *source, "Bucket whose forks to list")->required();
   cli::describe(*ls, cli::honours::client, {"tfork fork ls training-data"});

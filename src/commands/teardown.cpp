@@ -33,6 +33,7 @@ struct TeardownOptions {
   bool recursive = false;
   bool all = false;
   std::string older_than;
+  bool expired = false;  // only forks whose expiry (fork create --expires-in) has passed
 };
 
 // A manifest records where its forks live: teardown goes there, not to wherever the shell's
@@ -88,7 +89,14 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   if (modes != 1)
     usage_error(
         "say what to tear down: --manifest FILE..., fork names, or --source S (--prefix P | "
-        "--all) (exactly one of them)");
+        "--all | --expired) (exactly one of them)");
+  if (options.expired && !options.forks.empty())
+    usage_error(
+        "--expired goes with --source S or --manifest FILE..., not with fork names (they are "
+        "torn down whether or not they expired)");
+  if (options.expired && (options.all || !options.prefix.empty()))
+    usage_error(
+        "--expired chooses the forks of --source by their expiry: not with --all or --prefix");
   if ((!options.prefix.empty() || options.all) && options.source.empty())
     usage_error("--prefix and --all go with --source");
   if (!options.prefix.empty() && options.all) usage_error("give --prefix P or --all, not both");
@@ -109,6 +117,8 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
   if (options.delete_snapshot && options.keep_snapshot)
     usage_error("--delete-snapshot and --keep-snapshot contradict each other");
 
+  // The one "now" of the run: what --older-than and --expired are measured against.
+  const auto now = std::chrono::system_clock::now();
   workflow::TeardownPlan plan;
   std::vector<std::string> unreadable;  // the manifests that could not be read, and why
   if (!options.manifests.empty()) {
@@ -137,18 +147,31 @@ cli::CommandResult run(const TeardownOptions& options, cli::Context& context) {
       throw TforkError(ErrorKind::usage, "InvalidManifest",
                        fmt::format("{}", fmt::join(unreadable, "; ")));
     use_manifest_endpoints(manifests, context);
+    if (options.expired) {
+      // Only the runs whose expiry has passed; the others are left alone, unread by the service.
+      std::erase_if(files, [now](const workflow::ManifestFile& file) {
+        const bool expired = workflow::manifest_expired(file.manifest, now);
+        if (!expired)
+          spdlog::info("{}: not expired{}, left alone", file.path.string(),
+                       file.manifest.expires_at
+                           ? " (expires " + workflow::expiry_text(*file.manifest.expires_at) + ")"
+                           : std::string(" (it records no expiry)"));
+        return !expired;
+      });
+    }
     plan = workflow::plan_from_manifests(std::move(files), options.delete_snapshot,
                                          options.keep_snapshot);
   } else if (!options.forks.empty()) {
     plan = workflow::plan_from_names(options.forks);
   } else {
     cli::require_bucket_name(options.source, "source bucket");
-    if (options.prefix.empty() && !options.all)
-      usage_error("--source needs --prefix P or --all: say which of its forks to tear down");
-    plan = workflow::plan_from_source(
-        context.client(),
-        {options.source, options.prefix, options.all, older_than, options.keep_snapshot},
-        std::chrono::system_clock::now());
+    if (options.prefix.empty() && !options.all && !options.expired)
+      usage_error(
+          "--source needs --prefix P, --all or --expired: say which of its forks to tear down");
+    plan = workflow::plan_from_source(context.client(),
+                                      {options.source, options.prefix, options.all, older_than,
+                                       options.keep_snapshot, options.expired},
+                                      now);
   }
   plan.allow_non_fork = options.allow_non_fork;
   plan.recursive = plan.recursive || options.recursive;
@@ -211,6 +234,11 @@ void register_teardown(CLI::App& root, cli::Context& context) {
   command->add_option("--prefix", options->prefix,
                       "... named PREFIX-N, as fork create --prefix PREFIX names them");
   command->add_flag("--all", options->all, "... all of them (clean-up after crashed jobs)");
+  command->add_flag("--expired", options->expired,
+                    "Only forks whose expiry (fork create --expires-in) has passed: with --source, "
+                    "read from the service (the name of each fork's snapshot), their forks going "
+                    "with them, children first; with --manifest, the runs whose expires_at has "
+                    "passed. Nothing expired is success with an empty list");
   command
       ->add_option("--older-than", options->older_than,
                    "With --all: only forks created more than DURATION ago (90s, 30m, 12h, "
@@ -232,7 +260,8 @@ void register_teardown(CLI::App& root, cli::Context& context) {
       *command,
       cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
       {"tfork teardown --manifest run.json",
-       "tfork teardown --source training-data --all --older-than 1d --yes"});
+       "tfork teardown --source training-data --all --older-than 1d --yes",
+       "tfork teardown --source training-data --expired"});
   cli::on_run(*command, context, [options, &context] { return run(*options, context); });
 }
 

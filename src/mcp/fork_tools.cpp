@@ -193,6 +193,8 @@ Json fork_summary(const workflow_calls::ForkCreateDone& done) {
       {"snapshot", output::json_or_null(done.record.snapshot)},
       {"snapshot_taken", done.record.snapshot_taken},
       {"forks", std::move(forks)},
+      {"expires_at",
+       done.record.expires_at ? Json(workflow::expiry_text(*done.record.expires_at)) : Json()},
       {"agents", fmt::format("Each fork's secret key is only in the manifest (mode 0600). Give a "
                              "sub-agent its fork with `tfork mcp --manifest {} --fork <n>` (an MCP "
                              "server for that fork alone) or run it under `tfork fork exec "
@@ -222,7 +224,10 @@ Tool fork_create_tool(const ServerConfig& config) {
                      {"enum", {"editor", "readonly", "none"}},
                      {"description",
                       "The key minted per fork: editor (read and write its fork, "
-                      "the default), readonly, or none"}}}},
+                      "the default), readonly, or none"}}},
+       {"expires_in",
+        schema::text("The forks expire this long from now (1s up to 366d: 90s, 30m, 12h, 7d, "
+                     "2w), recorded in the name of the snapshot taken; not with `snapshot`")}},
       {"source", "count"});
   tool.output_schema = schema::document(
       {{"manifest", schema::text("The manifest's path: `tfork teardown --manifest` and "
@@ -231,6 +236,7 @@ Tool fork_create_tool(const ServerConfig& config) {
        {"snapshot", schema::nullable_text("The snapshot every fork was made from")},
        {"snapshot_taken", Json{{"type", "boolean"}}},
        {"forks", Json{{"type", "array"}, {"items", fork_row()}}},
+       {"expires_at", schema::nullable_text("When the forks expire (RFC 3339 UTC), or null")},
        {"agents", schema::text("How sub-agents get their fork")}},
       {"manifest", "source", "forks"});
   tool.hints = {.read_only = false, .destructive = false, .idempotent = false};
@@ -242,6 +248,7 @@ Tool fork_create_tool(const ServerConfig& config) {
     args.prefix = text_arg(arguments, "prefix");
     args.snapshot = text_arg(arguments, "snapshot");
     args.keys = text_arg(arguments, "keys", "editor");
+    if (arguments.contains("expires_in")) args.expires_in = text_arg(arguments, "expires_in");
     args.manifest_dir = std::get<OperatorMode>(config.mode).manifest_dir;
     workspace.reach(args.source);
     const auto total = workflow_calls::create_request_count(args);

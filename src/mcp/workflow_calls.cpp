@@ -55,6 +55,7 @@ ForkCreateDone create_forks(tigris::Client& client, const ForkCreateArgs& args,
   request.prefix = prefix;
   request.snapshot = args.snapshot;
   request.keys = args.keys;
+  request.expires_in = args.expires_in;
   // Always a manifest, even with keys none: it is how fork_teardown and `teardown --manifest`
   // find everything the run may have made.
   request.manifest_path = args.manifest_dir / (prefix + ".manifest.json");

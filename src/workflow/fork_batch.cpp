@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tfork/workflow/fork_batch.hpp"
 
+#include "tfork/rules/snapshot_name.hpp"
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/workflow/send_once.hpp"
 
@@ -62,6 +63,7 @@ class ForkRun {
       // The adopted run's snapshot stays what it was; its other forks stay on record.
       m.snapshot_taken = plan_.adopted->snapshot_taken && m.snapshot == plan_.adopted->snapshot;
       m.snapshot_name = plan_.adopted->snapshot_name;
+      if (m.snapshot == plan_.adopted->snapshot) m.expires_at = plan_.adopted->expires_at;
       for (const auto& fork : plan_.adopted->forks) {
         if (std::ranges::find(plan_.names, fork.bucket) == plan_.names.end()) {
           m.forks.push_back(fork);
@@ -80,7 +82,10 @@ class ForkRun {
     own_forks_ = plan_.names.size();
     // cli.md §4.8: --snapshot NAME|VERSION is settled before anything is written or made.
     if (!resolve_snapshot()) return std::move(outcome_);
-    if (m.snapshot.empty()) m.snapshot_name = plan_.snapshot_name.value_or("");
+    if (m.snapshot.empty()) {
+      m.snapshot_name = plan_.snapshot_name.value_or("");
+      if (plan_.expires_at) m.expires_at = plan_.expires_at;
+    }
     // Written before anything is sent: a manifest path that cannot be written fails the run
     // while nothing exists yet, and a kill at any later point leaves a superset on disk.
     save(false);
@@ -753,6 +758,27 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
     if (auto problem = tigris::snapshot_name_problem(*plan.snapshot_name))
       usage(fmt::format("invalid --snapshot-name '{}': {}", *plan.snapshot_name, *problem));
   }
+  if (request.expires_in) {
+    const auto expires_in = parse_expires_in(*request.expires_in);
+    if (!expires_in) usage(expires_in_problem(*request.expires_in));
+    // The expiry lives in the name of the snapshot this run takes: a snapshot given with
+    // --snapshot already has its name, and an expiry only in the manifest would be lost with
+    // it, so teardown --source S --expired could never find these forks.
+    if (!request.snapshot.empty())
+      usage(
+          "--expires-in records the expiry in the name of the snapshot fork create takes, so it "
+          "cannot go with --snapshot; leave --snapshot out (forks made from a snapshot whose "
+          "name ends with ' expires=<time>' expire with it)");
+    plan.expires_at = expiry_after(
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(now_ms)), *expires_in);
+    if (rules::k_max_snapshot_name < k_expiry_suffix_size ||
+        plan.snapshot_name->size() > rules::k_max_snapshot_name - k_expiry_suffix_size)
+      usage(
+          fmt::format("--snapshot-name is too long to carry the expiry: at most {} characters "
+                      "with --expires-in",
+                      rules::k_max_snapshot_name - k_expiry_suffix_size));
+    plan.snapshot_name = snapshot_name_with_expiry(*plan.snapshot_name, *plan.expires_at);
+  }
 
   if (request.keys == "editor")
     plan.role = iam::Role::editor;
@@ -779,6 +805,11 @@ ForkCreatePlan plan_fork_create(const ForkCreateRequest& request, std::int64_t n
         usage(fmt::format("manifest {} is a directory", manifest_path->string()));
       if (info.st_size > 0) adopt_manifest(plan, *manifest_path, exist_ok);
     }
+    if (plan.expires_at && plan.adopted && !plan.snapshot.empty())
+      usage(
+          fmt::format("--expires-in cannot change the expiry of the run of {}: its forks come "
+                      "from the snapshot it took already (they expire with it)",
+                      manifest_path->string()));
     plan.manifest_path = manifest_path;
   }
   return plan;

@@ -136,13 +136,16 @@ output::Json to_json(const Manifest& manifest) {
     }
     forks.push_back(std::move(item));
   }
-  return output::Json{{"source", manifest.source},
-                      {"snapshot", output::json_or_null(manifest.snapshot)},
-                      {"endpoint", manifest.endpoint},
-                      {"iam_endpoint", manifest.iam_endpoint},
-                      {"forks", std::move(forks)},
-                      {"snapshot_taken", manifest.snapshot_taken},
-                      {"snapshot_name", output::json_or_null(manifest.snapshot_name)}};
+  return output::Json{
+      {"source", manifest.source},
+      {"snapshot", output::json_or_null(manifest.snapshot)},
+      {"endpoint", manifest.endpoint},
+      {"iam_endpoint", manifest.iam_endpoint},
+      {"forks", std::move(forks)},
+      {"snapshot_taken", manifest.snapshot_taken},
+      {"snapshot_name", output::json_or_null(manifest.snapshot_name)},
+      {"expires_at",
+       manifest.expires_at ? output::Json(expiry_text(*manifest.expires_at)) : output::Json()}};
 }
 
 Manifest manifest_from_json(const output::Json& json) {
@@ -155,6 +158,12 @@ Manifest manifest_from_json(const output::Json& json) {
   if (json.contains("snapshot_taken") && json["snapshot_taken"].is_boolean())
     manifest.snapshot_taken = json["snapshot_taken"].get<bool>();
   manifest.snapshot_name = string_field(json, "snapshot_name", false);
+  if (const auto expires_at = string_field(json, "expires_at", false); !expires_at.empty()) {
+    manifest.expires_at = parse_expiry_text(expires_at);
+    if (!manifest.expires_at)
+      not_a_manifest(fmt::format("\"expires_at\" is not an RFC 3339 UTC time ('{}')",
+                                 output::printable(expires_at)));
+  }
   if (!json.contains("forks") || !json["forks"].is_array()) not_a_manifest("\"forks\" is missing");
   std::size_t position = 0;
   for (const auto& item : json["forks"]) {
@@ -219,8 +228,10 @@ std::string to_table(const Manifest& manifest) {
       row.push_back(output::item_error_text(output::ItemStatus{fork.status, fork.error}));
     table.row(std::move(row));
   }
-  return fmt::format("source {}  snapshot {}\n", manifest.source,
-                     manifest.snapshot.empty() ? "-" : manifest.snapshot) +
+  return fmt::format("source {}  snapshot {}{}\n", manifest.source,
+                     manifest.snapshot.empty() ? "-" : manifest.snapshot,
+                     manifest.expires_at ? "  expires " + expiry_text(*manifest.expires_at)
+                                         : std::string()) +
          table.render();
 }
 

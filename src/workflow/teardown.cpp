@@ -638,9 +638,15 @@ class TeardownRun {
       if (!listed) return;
       for (const auto& snapshot : *listed) {
         if (!snapshot.name) continue;
+        // "tfork P" also names the snapshot of a run with --expires-in ("tfork P expires=...").
         if (target.name_is_prefix ? !snapshot.name->starts_with(target.name)
-                                  : *snapshot.name != target.name)
+                                  : *snapshot.name != target.name &&
+                                        snapshot_name_without_expiry(*snapshot.name) != target.name)
           continue;
+        if (target.expired_by) {
+          const auto expires_at = expiry_of_snapshot_name(*snapshot.name);
+          if (!expires_at || *expires_at > *target.expired_by) continue;
+        }
         if (target.created_before) {
           const auto created = unix_seconds(snapshot.created);
           if (!created || *created >= *target.created_before) continue;
@@ -916,7 +922,7 @@ TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delet
     if (!manifest.snapshot.empty() && !snapshots.emplace(manifest.source, manifest.snapshot).second)
       continue;
     plan.snapshots.push_back(SnapshotTarget{
-        manifest.source, manifest.snapshot, manifest.snapshot_name, own, m, false, {}});
+        manifest.source, manifest.snapshot, manifest.snapshot_name, own, m, false, {}, {}});
   }
   plan.manifests = std::move(manifests);
   // A fork made from one of the run's forks (an agent forking its own fork with its key) is
@@ -939,15 +945,61 @@ TeardownPlan plan_from_names(const std::vector<std::string>& names) {
   return plan;
 }
 
+namespace {
+
+// --source S --expired: the forks of S made from a snapshot of S whose name says it expired
+// (the service's record, so it works without the manifest). Their descendants go with them,
+// children first: a fork of an expired fork cannot outlive its parent's teardown.
+TeardownPlan plan_expired(tigris::Client& client, const SourceSelection& selection,
+                          std::vector<tigris::FoundFork> forks,
+                          std::chrono::system_clock::time_point now) {
+  TeardownPlan plan;
+  const auto expiries = snapshot_expiries(tigris::list_all_snapshots(client, selection.source));
+  std::vector<std::string> names;
+  for (auto& fork : forks) {
+    const auto found = expiries.find(fork.snapshot);
+    if (found == expiries.end() || !is_expired(found->second, now)) continue;
+    names.push_back(std::move(fork.bucket));
+  }
+  std::ranges::sort(names, output::natural_less);
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (auto& name : names) {
+    TeardownTarget target;
+    target.bucket = std::move(name);
+    target.expected_source = selection.source;
+    plan.targets.push_back(std::move(target));
+  }
+  plan.recursive = true;
+  if (!selection.keep_snapshot) {
+    // Every expired snapshot of S no remaining fork uses: fork create took them for runs
+    // that have now expired.
+    SnapshotTarget snapshots{
+        selection.source, "",   "", true,
+        k_no_manifest,    true, {}, std::chrono::floor<std::chrono::seconds>(now)};
+    plan.snapshots.push_back(std::move(snapshots));
+  }
+  return plan;
+}
+
+}  // namespace
+
+bool manifest_expired(const Manifest& manifest, std::chrono::system_clock::time_point now) {
+  if (manifest.expires_at) return is_expired(*manifest.expires_at, now);
+  const auto named = expiry_of_snapshot_name(manifest.snapshot_name);
+  return named && is_expired(*named, now);
+}
+
 TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
                               std::chrono::system_clock::time_point now) {
   if (auto problem = tigris::bucket_name_problem(selection.source))
     usage(fmt::format("invalid source bucket name '{}': {}", selection.source, *problem));
-  if (selection.prefix.empty() == !selection.all)
-    usage("--source needs --prefix P or --all: say which of its forks to tear down");
+  if (selection.expired ? (selection.all || !selection.prefix.empty())
+                        : selection.prefix.empty() == !selection.all)
+    usage("--source needs --prefix P, --all or --expired: say which of its forks to tear down");
   // Only entries whose fork information names the source (find_forks); a listing entry
   // without it is never taken for a fork (cli.md §5), whatever its name.
   auto forks = tigris::find_forks(client, selection.source);
+  if (selection.expired) return plan_expired(client, selection, std::move(forks), now);
   std::optional<std::int64_t> cutoff;
   if (selection.older_than) {
     cutoff = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() -
@@ -976,8 +1028,8 @@ TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& sel
     // clears up after crashed runs, so every such snapshot no remaining fork uses goes too.
     std::string prefix = selection.prefix;
     if (prefix.ends_with('-')) prefix.pop_back();
-    SnapshotTarget snapshots{selection.source, "",    "tfork " + prefix, true, k_no_manifest,
-                             selection.all,    cutoff};
+    SnapshotTarget snapshots{
+        selection.source, "", "tfork " + prefix, true, k_no_manifest, selection.all, cutoff, {}};
     plan.snapshots.push_back(std::move(snapshots));
   }
   return plan;

@@ -349,11 +349,13 @@ TEST_CASE("bucket ls: the full listing with IncludeForkInfo and IncludeTypeInfo,
   CHECK(json["forks_of"].is_null());
   CHECK(json["buckets"][0].dump() ==
         R"({"bucket":"data","created":"2026-11-29T09:00:00Z","snapshots_enabled":true,)"
-        R"("fork_source":null,"fork_source_snapshot":null,"is_fork_parent":true})");
+        R"("fork_source":null,"fork_source_snapshot":null,"is_fork_parent":true,)"
+        R"("expires_at":null})");
   CHECK(
       json["buckets"][4].dump() ==
       R"({"bucket":"fork-a-1","created":"2026-11-29T09:00:00Z","snapshots_enabled":true,)"
-      R"("fork_source":"fork-a","fork_source_snapshot":"1751631910000000009","is_fork_parent":false})");
+      R"("fork_source":"fork-a","fork_source_snapshot":"1751631910000000009","is_fork_parent":false,)"
+      R"("expires_at":null})");
   CHECK(json["buckets"][5]["snapshots_enabled"] == false);
   const auto table = bucket_cmd::to_table(result);
   CHECK_THAT(table, Catch::StartsWith("BUCKET    SNAPSHOTS  FORK_SOURCE  FORK_SNAPSHOT        "
@@ -369,16 +371,20 @@ TEST_CASE("bucket ls --forks-of: the X-Tigris-Fork listing; a missing source is 
   tigris::Client client(settings(), transport, fixed_clock());
 
   const auto result = bucket_cmd::run_bucket_ls(client, std::string("data"));
-  REQUIRE(transport.requests.size() == 1);
+  // The fork listing, then the source's snapshots (a fork's expiry is in its snapshot's name).
+  REQUIRE(transport.requests.size() == 2);
   CHECK(header_of(transport.requests[0], "X-Tigris-Fork") == "data");
+  CHECK(header_of(transport.requests[1], "X-Tigris-Snapshot") == "data");
   CHECK(signed_headers(transport.requests[0]).contains("x-tigris-fork"));
   CHECK(
       bucket_cmd::to_json(result).dump() ==
       R"({"forks_of":"data","buckets":[)"
       R"({"bucket":"fork-a","created":"2026-11-29T09:00:00Z","snapshots_enabled":true,)"
-      R"("fork_source":"data","fork_source_snapshot":"1751631910000000002","is_fork_parent":true},)"
+      R"("fork_source":"data","fork_source_snapshot":"1751631910000000002","is_fork_parent":true,)"
+      R"("expires_at":null},)"
       R"({"bucket":"fork-b","created":"2026-11-29T09:00:00Z","snapshots_enabled":true,)"
-      R"("fork_source":"data","fork_source_snapshot":null,"is_fork_parent":false}]})");
+      R"("fork_source":"data","fork_source_snapshot":null,"is_fork_parent":false,)"
+      R"("expires_at":null}]})");
 
   // No forks and no bucket: HeadBucket tells a typo from an empty list.
   transport.requests.clear();

@@ -141,7 +141,7 @@ TEST_CASE("fork create sends one snapshot, N forks of it and N scoped keys", "[f
   for (const auto& [key, value] : json.items())
     keys.push_back(key);
   CHECK(keys == std::vector<std::string>{"source", "snapshot", "endpoint", "iam_endpoint", "forks",
-                                         "snapshot_taken", "snapshot_name"});
+                                         "snapshot_taken", "snapshot_name", "expires_at"});
   CHECK(json["snapshot"] == tigris.next_version);
   REQUIRE(json["forks"].size() == 3);
   std::vector<std::string> fork_keys;

@@ -83,6 +83,16 @@ TEST_CASE("fork head: every bucket exists → no error; an auth failure fails th
 TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork][ls]") {
   FakeTransport transport([](const http::Request& request) -> http::Result {
     const auto query = query_of(request);
+    if (header_of(request, "X-Tigris-Snapshot") == "src") {
+      // The expiry of a fork is in its snapshot's name (issue 23 §2): 8 has one, 7 none.
+      return ok(200, {},
+                "<ListAllMyBucketsResult><Buckets>"
+                "<Bucket><Name>8; name=tfork r expires=2026-11-29T10:00:00Z</Name>"
+                "<CreationDate>2026-11-29T09:00:00Z</CreationDate></Bucket>"
+                "<Bucket><Name>7; name=tfork q</Name>"
+                "<CreationDate>2026-11-29T08:00:00Z</CreationDate></Bucket>"
+                "</Buckets></ListAllMyBucketsResult>");
+    }
     if (query == "IncludeForkInfo=true") {
       return ok(200, {{"Content-Type", "application/json"}},
                 R"({"ContinuationToken":"src-b","Buckets":{"Bucket":[)" +
@@ -95,8 +105,13 @@ TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork
   });
   tigris::Client client(settings(), transport, fixed_clock());
 
-  const auto result = fork_cmd::run_fork_ls(client, "src");
-  REQUIRE(transport.requests.size() == 2);
+  const auto now = std::chrono::system_clock::time_point(
+                       std::chrono::sys_days(std::chrono::year(2026) / 11 / 29)) +
+                   std::chrono::hours(10);
+  const auto result = fork_cmd::run_fork_ls(client, "src", now);
+  REQUIRE(transport.requests.size() == 3);
+  CHECK(header_of(transport.requests[2], "X-Tigris-Snapshot") == "src");
+  transport.requests.pop_back();
   for (const auto& request : transport.requests) {
     CHECK(request.method == "GET");
     CHECK(path_of(request) == "/");
@@ -104,11 +119,17 @@ TEST_CASE("fork ls: ListBuckets with X-Tigris-Fork (signed), every page", "[fork
     CHECK(header_of(request, "Accept") == "application/json");
     CHECK(signed_headers(request).contains("x-tigris-fork"));
   }
-  CHECK(fork_cmd::to_json(result).dump() ==
-        R"({"source":"src","forks":[)"
-        R"({"bucket":"src-a","snapshot":"7","created":"2026-11-29T09:00:00Z"},)"
-        R"({"bucket":"src-b","snapshot":"7","created":"2026-11-29T09:00:00Z"},)"
-        R"({"bucket":"src-c","snapshot":"8","created":"2026-11-29T09:00:00Z"}]})");
+  CHECK(
+      fork_cmd::to_json(result).dump() ==
+      R"({"source":"src","forks":[)"
+      R"({"bucket":"src-a","snapshot":"7","created":"2026-11-29T09:00:00Z","expires_at":null,"expired":false},)"
+      R"({"bucket":"src-b","snapshot":"7","created":"2026-11-29T09:00:00Z","expires_at":null,"expired":false},)"
+      R"({"bucket":"src-c","snapshot":"8","created":"2026-11-29T09:00:00Z","expires_at":"2026-11-29T10:00:00Z","expired":true}]})");
+  // An expiry one second later is not yet passed.
+  CHECK(fork_cmd::expires_cell(result.expires_at[2], now - std::chrono::seconds(1)) ==
+        "2026-11-29 10:00:00");
+  CHECK(fork_cmd::expires_cell(result.expires_at[2], now) == "2026-11-29 10:00:00 expired");
+  CHECK(fork_cmd::expires_cell(result.expires_at[0], now) == "-");
 }
 
 TEST_CASE("fork ls: an old gateway without ForkInfo → the full listing, filtered on parents",
@@ -140,14 +161,17 @@ TEST_CASE("fork ls: an old gateway without ForkInfo → the full listing, filter
   tigris::Client client(settings(), transport, fixed_clock());
 
   const auto result = fork_cmd::run_fork_ls(client, "src");
-  REQUIRE(transport.requests.size() == 3);
+  // The fork listing (scoped, then full, two pages), then the source's snapshots (refused
+  // here: a warning, and no expiry).
+  REQUIRE(transport.requests.size() == 4);
   CHECK(header_of(transport.requests[1], "X-Tigris-Fork") == "<absent>");
   CHECK(header_of(transport.requests[1], "Accept") == "application/json");
   CHECK(query_of(transport.requests[2]) == "IncludeForkInfo=true&continuation-token=m");
-  CHECK(fork_cmd::to_json(result).dump() ==
-        R"({"source":"src","forks":[)"
-        R"({"bucket":"grandkid","snapshot":"4","created":"2026-02-02T00:00:00Z"},)"
-        R"({"bucket":"kid-1","snapshot":"4","created":"2026-11-29T09:00:00Z"}]})");
+  CHECK(
+      fork_cmd::to_json(result).dump() ==
+      R"({"source":"src","forks":[)"
+      R"({"bucket":"grandkid","snapshot":"4","created":"2026-02-02T00:00:00Z","expires_at":null,"expired":false},)"
+      R"({"bucket":"kid-1","snapshot":"4","created":"2026-11-29T09:00:00Z","expires_at":null,"expired":false}]})");
 }
 
 TEST_CASE("fork ls: no forks is an empty list, after checking that the source exists",

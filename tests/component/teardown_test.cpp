@@ -503,3 +503,59 @@ TEST_CASE("a dry run reads, reports would-delete rows and changes nothing", "[te
   }
   CHECK(workflow::to_json(workflow::read_manifest(dir.path / "m.json")).dump() == before);
 }
+
+TEST_CASE("expiry: the snapshot name carries it; --source --expired picks the forks it passed",
+          "[teardown][expiry]") {
+  using namespace std::chrono;
+  const sys_seconds at = sys_days(year(2026) / 12 / 3) + hours(14);
+  CHECK(workflow::expiry_text(at) == "2026-12-03T14:00:00Z");
+  CHECK(workflow::parse_expiry_text("2026-12-03T14:00:00Z") == at);
+  CHECK_FALSE(workflow::parse_expiry_text("2026-12-03T14:00:00+01:00"));
+  const auto name = workflow::snapshot_name_with_expiry("tfork run", at);
+  CHECK(name == "tfork run expires=2026-12-03T14:00:00Z");
+  CHECK(name.size() == std::string("tfork run").size() + workflow::k_expiry_suffix_size);
+  CHECK_FALSE(tigris::snapshot_name_problem(name));
+  CHECK(workflow::expiry_of_snapshot_name(name) == at);
+  CHECK(workflow::snapshot_name_without_expiry(name) == "tfork run");
+  CHECK_FALSE(workflow::expiry_of_snapshot_name("tfork run expires=soon"));
+  CHECK(workflow::snapshot_name_without_expiry("tfork run expires=soon") ==
+        "tfork run expires=soon");
+  CHECK(workflow::parse_expires_in("90s") == seconds(90));
+  CHECK(workflow::parse_expires_in("1500ms") == seconds(2));  // rounded up, never early
+  CHECK_FALSE(workflow::parse_expires_in("500ms"));
+  CHECK_FALSE(workflow::parse_expires_in("367d"));
+  CHECK_FALSE(workflow::parse_expires_in(""));
+  // Rounded up to the second after `now`.
+  CHECK(workflow::expiry_after(at + milliseconds(1), seconds(60)) == at + seconds(61));
+
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  tigris.buckets["old-1"] = {"data", "1"};
+  tigris.buckets["new-1"] = {"data", "2"};
+  tigris.buckets["plain-1"] = {"data", "3"};
+  for (const auto* version : {"1", "2", "3"})
+    tigris.snapshots.insert(std::string("data@") + version);
+  tigris.snapshot_names["data@1"] = workflow::snapshot_name_with_expiry("tfork old", at);
+  tigris.snapshot_names["data@2"] = workflow::snapshot_name_with_expiry("tfork new", at + hours(1));
+  tigris.snapshot_names["data@3"] = "tfork plain";
+  auto transport = tigris.transport();
+  auto client = make_client(*transport);
+  workflow::SourceSelection selection{"data", "", false, std::nullopt, false, true};
+  auto plan = workflow::plan_from_source(client, selection, at);
+  REQUIRE(plan.targets.size() == 1);
+  CHECK(plan.targets[0].bucket == "old-1");
+  CHECK(plan.recursive);  // its forks go with it, children first
+  REQUIRE(plan.snapshots.size() == 1);
+  CHECK(plan.snapshots[0].expired_by == at);
+  plan = workflow::plan_from_source(client, selection, at - seconds(1));
+  CHECK(plan.targets.empty());
+  selection.all = true;
+  CHECK_THROWS_AS(workflow::plan_from_source(client, selection, at), TforkError);
+
+  workflow::Manifest manifest;
+  CHECK_FALSE(workflow::manifest_expired(manifest, at));
+  manifest.expires_at = at;
+  CHECK(workflow::manifest_expired(manifest, at));
+  CHECK_FALSE(workflow::manifest_expired(manifest, at - seconds(1)));
+  CHECK(workflow::manifest_from_json(workflow::to_json(manifest)).expires_at == at);
+}

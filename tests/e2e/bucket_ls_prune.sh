@@ -53,7 +53,7 @@ assert keys(d) == ['forks_of', 'buckets'] and d['forks_of'] is None, keys(d)
 rows = {b['bucket']: b for b in d['buckets']}
 assert [b['bucket'] for b in d['buckets']] == ['plain', 'run-1', 'run-1-x', 'run-2', 'src'], d
 assert keys(rows['src']) == ['bucket', 'created', 'snapshots_enabled', 'fork_source',
-                             'fork_source_snapshot', 'is_fork_parent'], keys(rows['src'])
+                             'fork_source_snapshot', 'is_fork_parent', 'expires_at'], keys(rows['src'])
 assert rows['src']['fork_source'] is None and rows['src']['is_fork_parent'] is True
 assert rows['plain']['snapshots_enabled'] is False and rows['plain']['is_fork_parent'] is False
 assert rows['run-1']['fork_source'] == 'src' and rows['run-1']['fork_source_snapshot'] == '$base'

@@ -144,7 +144,7 @@ expect_rc "fork ls" 0 tf fork ls data-src --json
 check_doc "fork ls" "
 assert keys(d) == ['source', 'forks'] and d['source'] == 'data-src', d
 assert [f['bucket'] for f in d['forks']] == ['data-fork-a', 'data-fork-b'], d
-assert all(keys(f) == ['bucket', 'snapshot', 'created'] for f in d['forks'])
+assert all(keys(f) == ['bucket', 'snapshot', 'created', 'expires_at', 'expired'] for f in d['forks'])
 assert all(f['snapshot'] == '$v1' and RFC3339.match(f['created']) for f in d['forks']), d"
 expect_rc "fork ls without forks" 0 tf fork ls data-plain --json
 check_doc "fork ls empty" 'assert d == {"source": "data-plain", "forks": []}, d'

@@ -48,7 +48,7 @@ check_eq "the manifest named" "$M" "$(json_get 'd["manifest"]' <"$OUT/create.jso
 cmp -s <(json_get 'd' <"$M") <(json_get '{k: v for k, v in d.items() if k != "manifest"}' <"$OUT/create.json") ||
   fail "stdout and the manifest differ"
 check_fields "fork create" "$M" 'd' source snapshot endpoint iam_endpoint forks snapshot_taken \
-  snapshot_name
+  snapshot_name expires_at
 check_fields "fork create item" "$M" 'd["forks"][0]' bucket status access_key_id \
   secret_access_key role
 check_eq "snapshot" "$version" "$(json_get 'd["snapshot"]' <"$M")"

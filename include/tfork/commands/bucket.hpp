@@ -7,6 +7,7 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
+#include "tfork/workflow/expiry.hpp"
 
 #include <chrono>
 #include <optional>
@@ -101,11 +102,15 @@ struct ListRow {
   std::optional<std::string> fork_source;
   std::optional<std::string> fork_source_snapshot;
   std::optional<bool> is_fork_parent;  // nullopt: the listing does not say
+  // With --forks-of: when the fork expires (fork create --expires-in, read from the name of
+  // its snapshot); nullopt when it does not, and always without --forks-of.
+  std::optional<workflow::ExpiryTime> expires_at;
 };
 
 struct ListResult {
-  std::optional<std::string> forks_of;  // --forks-of S
-  std::vector<ListRow> buckets;         // natural order of names
+  std::optional<std::string> forks_of;        // --forks-of S
+  std::vector<ListRow> buckets;               // natural order of names
+  std::chrono::system_clock::time_point now;  // what "expired" is measured against
 };
 
 // Without `forks_of`: every bucket (the full listing with IncludeForkInfo, all pages). With

@@ -7,9 +7,11 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
+#include "tfork/workflow/expiry.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/fork_diff.hpp"
 
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -51,9 +53,20 @@ cli::CommandResult run_fork_head(const std::vector<std::string>& buckets, cli::C
 struct ListResult {
   std::string source;
   std::vector<tigris::FoundFork> forks;  // sorted by bucket name
+  // Parallel to `forks`: when each expires, read from the name of the source's snapshot it was
+  // made from (tfork/workflow/expiry.hpp); nullopt when it does not expire, or when the
+  // source's snapshots could not be listed (a warning says so).
+  std::vector<std::optional<workflow::ExpiryTime>> expires_at;
+  std::chrono::system_clock::time_point now;  // what "expired" is measured against
 };
 
-ListResult run_fork_ls(tigris::Client& client, const std::string& source);
+// The fork listing, then (when there are forks) the source's snapshots for their expiry.
+ListResult run_fork_ls(
+    tigris::Client& client, const std::string& source,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+// The "EXPIRES" cell: "-", the time, or the time and "expired".
+std::string expires_cell(const std::optional<workflow::ExpiryTime>& expires_at,
+                         std::chrono::system_clock::time_point now);
 cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context);
 output::Json to_json(const ListResult& result);
 std::string to_table(const ListResult& result);

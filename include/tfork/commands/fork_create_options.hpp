@@ -28,11 +28,12 @@ struct ForkCreateOptions {
   bool any_version = false;
   bool keep_partial = false;
   bool exist_ok = false;
-  int add = 0;  // fork create --add K
+  int add = 0;                            // fork create --add K
+  std::optional<std::string> expires_in;  // --expires-in DURATION
 };
 
-// -n, --prefix, --snapshot, --any-version, --snapshot-name, --keys, --manifest. `for_run`:
-// -n is required and --keys has no `none` (run gives every agent a key).
+// -n, --prefix, --snapshot, --any-version, --snapshot-name, --keys, --manifest, --expires-in.
+// `for_run`: -n is required and --keys has no `none` (run gives every agent a key).
 void add_fork_create_options(CLI::App& command, ForkCreateOptions& options, bool for_run);
 
 // The plan of both commands (workflow::plan_fork_create, the default prefix from `now_ms`; how

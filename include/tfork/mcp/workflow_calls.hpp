@@ -38,7 +38,7 @@ struct ForkCreateArgs {
   std::string snapshot;  // a version or a snapshot name; "" : take one
   std::string keys = "editor";
   std::filesystem::path manifest_dir;
-  // Issue 23 adds expires_in here, passed on to the plan like the CLI's --expires-in.
+  std::optional<std::string> expires_in;  // nullopt: never; else as the CLI's --expires-in
 };
 struct ForkCreateDone {
   std::filesystem::path manifest;  // written as fork create writes it (0600, atomically)

@@ -10,6 +10,7 @@
 #include "tfork/iam/access_keys.hpp"
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
+#include "tfork/workflow/expiry.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct ForkCreatePlan {
   // Accept --snapshot VERSION without checking that ListBucketSnapshots lists it.
   bool any_version = false;
   std::optional<std::string> snapshot_name;  // the name of the snapshot taken (when taking one)
+  // --expires-in: when the run's forks expire. The snapshot taken carries it in its name
+  // (tfork/workflow/expiry.hpp), so the service tells it to teardown --expired.
+  std::optional<ExpiryTime> expires_at;
   // The run continues another run's manifest (--exist-ok on an existing manifest): its
   // entries for other forks are kept, and so is its snapshot.
   std::optional<Manifest> adopted;
@@ -58,6 +62,10 @@ struct ForkCreateRequest {
   // --add K: K more forks for the run of `manifest_path`, numbered on from its last one, from
   // its snapshot (the manifest is adopted, keys and all).
   int add = 0;
+  // --expires-in DURATION (nullopt: the forks do not expire), parsed here for both the CLI and
+  // MCP's fork_create. It needs the snapshot the run takes (its name carries the expiry):
+  // refused with --snapshot, and when growing a run whose snapshot is already taken.
+  std::optional<std::string> expires_in;
 };
 
 // The prefix of `fork create SOURCE -n COUNT` without --prefix: "<source>-fork-<now_ms>", with

@@ -10,6 +10,7 @@
 #include "tfork/iam/access_keys.hpp"
 #include "tfork/output/item_status.hpp"
 #include "tfork/output/render.hpp"
+#include "tfork/workflow/expiry.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -65,6 +66,9 @@ struct Manifest {
   std::string endpoint;
   std::string iam_endpoint;
   std::vector<ManifestFork> forks;
+  // --expires-in: when the run's forks expire ("expires_at", RFC 3339 UTC; null when never).
+  // The snapshot's name carries the same instant (tfork/workflow/expiry.hpp).
+  std::optional<ExpiryTime> expires_at;
 };
 
 // Whether the manifest records anything that may still exist (a fork or a key): such a file

@@ -26,6 +26,7 @@
 #include "tfork/tigris/client.hpp"
 #include "tfork/workflow/batch.hpp"
 #include "tfork/workflow/duration.hpp"
+#include "tfork/workflow/expiry.hpp"
 #include "tfork/workflow/manifest.hpp"
 
 #include <chrono>
@@ -57,6 +58,9 @@ struct SnapshotTarget {
   std::size_t manifest = k_no_manifest;  // its forks must all be gone first
   bool name_is_prefix = false;           // every snapshot whose name starts with `name` (--all)
   std::optional<std::int64_t> created_before;  // Unix seconds (--all --older-than)
+  // --expired: (with name "" and name_is_prefix) every snapshot whose name carries an expiry
+  // at or before this instant (tfork/workflow/expiry.hpp).
+  std::optional<ExpiryTime> expired_by;
 };
 
 struct ManifestFile {
@@ -82,6 +86,9 @@ struct TeardownPlan {
 // `delete_snapshot`. A bucket named in several manifests appears once with all its keys.
 TeardownPlan plan_from_manifests(std::vector<ManifestFile> manifests, bool delete_snapshot,
                                  bool keep_snapshot);
+// --manifest M --expired: whether the run of `manifest` has expired at `now` (its
+// "expires_at", else the expiry its recorded snapshot name carries); false when it never does.
+bool manifest_expired(const Manifest& manifest, std::chrono::system_clock::time_point now);
 // The plan for FORK... (names validated: throws TforkError(usage) before anything is sent).
 TeardownPlan plan_from_names(const std::vector<std::string>& names);
 
@@ -91,9 +98,14 @@ struct SourceSelection {
   bool all = false;                                // every fork of the source
   std::optional<std::chrono::seconds> older_than;  // with `all`: created before now - this
   bool keep_snapshot = false;
+  // Instead of `prefix`/`all`: the forks whose origin snapshot (of the source) carries an
+  // expiry that has passed (fork create --expires-in), their descendants with them (children
+  // first), and those snapshots once unused.
+  bool expired = false;
 };
 // The forks of a source (the fork listing, entries with fork information naming it only;
-// tigris-wire.md §2.8c fallback included). Throws TforkError when listing fails.
+// tigris-wire.md §2.8c fallback included; with `expired`, also the source's snapshot listing).
+// Throws TforkError when listing fails.
 TeardownPlan plan_from_source(tigris::Client& client, const SourceSelection& selection,
                               std::chrono::system_clock::time_point now);
 
