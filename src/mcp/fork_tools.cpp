@@ -492,7 +492,9 @@ Tool fork_merge_tool(const ServerConfig& config) {
       {{"fork", schema::text("The fork")},
        {"into", schema::text("The parent it was merged into")},
        {"before_snapshot", schema::nullable_text("The parent's version before the merge")},
-       {"snapshot", schema::text("The parent's version after it")},
+       {"snapshot",
+        schema::nullable_text(
+            "The parent's version after the merge; null with prefix (no merge request is sent)")},
        {"changes", Json{{"type", "object"},
                         {"description", "The fork's changes merged: added, modified, deleted"}}},
        {"replaced", Json{{"type", "integer"},
