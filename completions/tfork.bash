@@ -22,7 +22,7 @@ _tfork_options() {
     'fork diff') echo '--prefix --stat --against-parent' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
-    'fork merge') echo '--into --no-snapshot --strategy' ;;
+    'fork merge') echo '--into --no-snapshot --strategy --prefix' ;;
     'mcp') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir --listen --token-file --allow-remote --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
@@ -44,7 +44,7 @@ _tfork_value_options() {
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
     'fork exec') echo '--manifest --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
-    'fork merge') echo '--into --strategy' ;;
+    'fork merge') echo '--into --strategy --prefix' ;;
     'mcp') echo '--source --manifest --fork --max-inline-bytes --manifest-dir --listen --token-file --allow-origin' ;;
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;

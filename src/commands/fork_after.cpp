@@ -11,12 +11,14 @@
 #include "tfork/tigris/buckets.hpp"
 #include "tfork/tigris/fork_ops.hpp"
 #include "tfork/workflow/fork_diff.hpp"
+#include "tfork/workflow/promote.hpp"
 #include "tfork/workflow/send_once.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -60,31 +62,71 @@ void check_merge_options(const MergeOptions& options) {
   // The snapshot's name carries the fork's, so it must make a valid snapshot name too.
   if (auto problem = tigris::snapshot_name_problem(before_merge_name(options.fork)))
     usage_error("cannot name the snapshot '" + before_merge_name(options.fork) + "': " + *problem);
+  for (const auto& prefix : options.prefixes)
+    if (auto problem = workflow::promotion_prefix_problem(prefix))
+      usage_error("invalid --prefix '" + output::printable(prefix) + "': " + *problem);
+}
+
+workflow::DiffTarget merge_target(tigris::Client& client, const MergeOptions& options) {
+  // One HeadBucket gives both what the merge checks (the fork's parent) and what the
+  // three-way view lists (its base snapshot).
+  workflow::DiffTarget target;
+  try {
+    target = workflow::diff_target(client, options.fork);
+  } catch (const TforkError& error) {
+    if (error.error().code != "NotAFork") throw;
+    usage_error("bucket " + options.fork + " is not a fork: there is nothing to merge");
+  }
+  const std::string parent = options.into.empty() ? target.source : options.into;
+  if (target.source != parent)
+    usage_error(fmt::format("{} is a fork of {}, not of {}: a fork merges into its direct parent",
+                            options.fork, target.source, parent));
+  return target;
 }
 
 std::string merge_parent(tigris::Client& client, const MergeOptions& options) {
-  const auto head = head_of(client, options.fork);
-  if (!head.fork_source)
-    usage_error("bucket " + options.fork + " is not a fork: there is nothing to merge");
-  const std::string parent = options.into.empty() ? *head.fork_source : options.into;
-  if (*head.fork_source != parent)
-    usage_error(fmt::format("{} is a fork of {}, not of {}: a fork merges into its direct parent",
-                            options.fork, *head.fork_source, parent));
-  return parent;
+  return merge_target(client, options).source;
 }
 
-MergePlan plan_merge(tigris::Client& client, const std::string& fork, const std::string& parent,
-                     bool list_changes) {
-  const auto target = workflow::diff_target(client, fork);
-  if (target.source != parent)
-    usage_error(fmt::format("{} is a fork of {}, not of {}: a fork merges into its direct parent",
-                            fork, target.source, parent));
+namespace {
+
+void add_stat(workflow::DiffStat& total, const workflow::DiffStat& more) {
+  total.added += more.added;
+  total.modified += more.modified;
+  total.deleted += more.deleted;
+  total.bytes += more.bytes;
+}
+
+}  // namespace
+
+MergePlan plan_merge(tigris::Client& client, const workflow::DiffTarget& target,
+                     const std::vector<std::string>& prefixes, bool list_changes) {
   MergePlan plan;
-  plan.stat = workflow::stream_three_way(client, target, {}, [&](const auto& change) {
+  plan.prefixes = workflow::promotion_prefixes(prefixes);
+  const bool promoting = !plan.prefixes.empty();
+  const auto on_change = [&](const workflow::ThreeWayChange& change) {
     if (change.conflict && plan.conflicts.size() < k_listed_conflicts)
       plan.conflicts.push_back(change);
     if (list_changes && change.fork) plan.changes.push_back(change);
-  });
+    if (!promoting) return;
+    const auto action = workflow::promotion_action(change);
+    if (!action) return;
+    if (*action == workflow::PromotionAction::skip)
+      ++plan.skipped;
+    else
+      plan.work.push_back({change.key, *action});
+  };
+  if (!promoting) {
+    plan.stat = workflow::stream_three_way(client, target, {}, on_change);
+    return plan;
+  }
+  // Sorted and none covering another, the prefixes list disjoint key ranges in key order.
+  for (const auto& prefix : plan.prefixes) {
+    const auto stat = workflow::stream_three_way(client, target, prefix, on_change);
+    add_stat(plan.stat.fork, stat.fork);
+    add_stat(plan.stat.parent, stat.parent);
+    plan.stat.conflicts += stat.conflicts;
+  }
   return plan;
 }
 
@@ -120,39 +162,72 @@ std::string conflict_rows(const MergePlan& plan) {
   return text;
 }
 
+std::string prefix_list(const std::vector<std::string>& prefixes) {
+  std::string text;
+  for (const auto& prefix : prefixes)
+    text += (text.empty() ? "" : ", ") + printable_key(prefix);
+  return text;
+}
+
+std::int64_t count_of(const MergePlan& plan, workflow::PromotionAction action) {
+  return std::ranges::count_if(plan.work, [&](const auto& item) { return item.action == action; });
+}
+
 }  // namespace
 
 output::Json to_json(const std::string& fork, const std::string& parent, const MergePlan& plan) {
+  const bool promoting = !plan.prefixes.empty();
   output::Json keys = output::Json::array();
-  for (const auto& change : plan.changes)
-    keys.push_back({{"key", change.key},
-                    {"change", workflow::change_name(*change.fork)},
-                    {"conflict", change.conflict}});
-  return output::Json{{"fork", fork},
-                      {"into", parent},
-                      {"changes", changes_json(plan.stat.fork)},
-                      {"parent_changes", changes_json(plan.stat.parent)},
-                      {"conflict_count", plan.stat.conflicts},
-                      {"conflicts", conflicts_json(plan)},
-                      {"keys", std::move(keys)}};
+  for (const auto& change : plan.changes) {
+    output::Json key{{"key", change.key},
+                     {"change", workflow::change_name(*change.fork)},
+                     {"conflict", change.conflict}};
+    if (promoting) key["action"] = workflow::action_name(*workflow::promotion_action(change));
+    keys.push_back(std::move(key));
+  }
+  output::Json document{{"fork", fork},
+                        {"into", parent},
+                        {"changes", changes_json(plan.stat.fork)},
+                        {"parent_changes", changes_json(plan.stat.parent)},
+                        {"conflict_count", plan.stat.conflicts},
+                        {"conflicts", conflicts_json(plan)},
+                        {"keys", std::move(keys)}};
+  if (promoting) {
+    document["prefixes"] = plan.prefixes;
+    document["copy"] = count_of(plan, workflow::PromotionAction::copy);
+    document["delete"] = count_of(plan, workflow::PromotionAction::remove);
+    document["skip"] = plan.skipped;
+  }
+  return document;
 }
 
 std::string to_table(const std::string& fork, const std::string& parent, const MergePlan& plan) {
+  const bool promoting = !plan.prefixes.empty();
   std::string text;
   if (!plan.changes.empty()) {
-    output::Table table({"KEY", "CHANGE", "CONFLICT"});
-    for (const auto& change : plan.changes)
-      table.row({printable_key(change.key), std::string(workflow::change_name(*change.fork)),
-                 change.conflict ? "yes" : "-"});
+    output::Table table = promoting ? output::Table({"KEY", "CHANGE", "CONFLICT", "ACTION"})
+                                    : output::Table({"KEY", "CHANGE", "CONFLICT"});
+    for (const auto& change : plan.changes) {
+      std::vector<std::string> row{printable_key(change.key),
+                                   std::string(workflow::change_name(*change.fork)),
+                                   change.conflict ? "yes" : "-"};
+      if (promoting) row.emplace_back(workflow::action_name(*workflow::promotion_action(change)));
+      table.row(row);
+    }
     text += table.render();
   }
   const auto& theirs = plan.stat.parent;
   text += fmt::format(
-      "merge {} into {}: {} added, {} modified, {} deleted; {} changed {} keys since the fork's "
-      "snapshot; {} conflict{}\n",
-      fork, parent, plan.stat.fork.added, plan.stat.fork.modified, plan.stat.fork.deleted, parent,
+      "merge {} into {}{}: {} added, {} modified, {} deleted; {} changed {} keys since the "
+      "fork's snapshot; {} conflict{}\n",
+      fork, parent, promoting ? " under " + prefix_list(plan.prefixes) : std::string(),
+      plan.stat.fork.added, plan.stat.fork.modified, plan.stat.fork.deleted, parent,
       theirs.added + theirs.modified + theirs.deleted, plan.stat.conflicts,
       plan.stat.conflicts == 1 ? "" : "s");
+  if (promoting)
+    text += fmt::format("would copy {}, delete {}, skip {} (already in {})\n",
+                        count_of(plan, workflow::PromotionAction::copy),
+                        count_of(plan, workflow::PromotionAction::remove), plan.skipped, parent);
   if (plan.stat.conflicts > 0) text += conflict_rows(plan);
   return text;
 }
@@ -206,7 +281,7 @@ std::string version_or_warn(const http::Response& response, std::string_view ope
 
 MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
                       const std::string& parent) {
-  MergeResult result{options.fork, parent, {}, {}, {}};
+  MergeResult result{options.fork, parent, {}, {}, {}, false, std::nullopt};
   if (!options.no_snapshot) {
     result.before_snapshot = version_of(
         tigris::expect_success(
@@ -225,7 +300,116 @@ MergeResult run_merge(tigris::Client& client, const MergeOptions& options,
   return result;
 }
 
+namespace {
+
+// Snapshot versions are decimal ns timestamps (tigris-wire §1.4): the longer is the later.
+bool later_version(std::string_view a, std::string_view b) {
+  return a.size() != b.size() ? a.size() > b.size() : a > b;
+}
+
+// The newest `before-merge <fork>` snapshot of the parent taken after the fork was made.
+std::optional<std::string> earlier_before_merge(tigris::Client& client,
+                                                const workflow::DiffTarget& target) {
+  std::optional<std::string> newest;
+  for (const auto& snapshot : tigris::list_all_snapshots(client, target.source)) {
+    if (snapshot.name != before_merge_name(target.fork)) continue;
+    if (!later_version(snapshot.version, target.snapshot)) continue;
+    if (!newest || later_version(snapshot.version, *newest)) newest = snapshot.version;
+  }
+  return newest;
+}
+
+}  // namespace
+
+MergeResult run_promotion(tigris::Client& client, const MergeOptions& options,
+                          const workflow::DiffTarget& target, MergePlan plan,
+                          const workflow::BatchSettings& settings) {
+  MergeResult result{options.fork, target.source, {}, {}, {}, false, std::nullopt};
+  if (!options.no_snapshot) {
+    // Resuming (issue 23 §1): when some of the fork's changes are already in the parent, a
+    // run of this promotion that was interrupted may have taken the snapshot; the newest of
+    // that name since the fork was made holds the parent as it was before that run, so it is
+    // kept rather than joined by a second one taken halfway through. With nothing left to
+    // write, no snapshot is taken or named.
+    if (plan.skipped > 0 && !plan.work.empty()) {
+      if (auto earlier = earlier_before_merge(client, target)) {
+        result.before_snapshot = std::move(*earlier);
+        result.before_snapshot_reused = true;
+      }
+    }
+    if (result.before_snapshot.empty() && !plan.work.empty()) {
+      result.before_snapshot = version_of(
+          tigris::expect_success(
+              client.send(tigris::take_snapshot(target.source, before_merge_name(options.fork))),
+              "CreateBucketSnapshot"),
+          "CreateBucketSnapshot");
+    }
+  }
+  result.promotion =
+      workflow::run_promotion(client, target.fork, target.source, plan.work, settings);
+  result.plan = std::move(plan);
+  return result;
+}
+
+namespace {
+
+output::Json promotion_json(const MergeResult& result) {
+  const auto& done = *result.promotion;
+  output::Json failed = output::Json::array();
+  for (const auto& failure : done.failures) {
+    output::Json row{{"key", failure.key},
+                     {"action", workflow::action_name(failure.action)},
+                     {"status", "failed"}};
+    row["error"] = failure.error ? output::item_error_json(*failure.error) : output::Json();
+    failed.push_back(std::move(row));
+  }
+  return output::Json{{"fork", result.fork},
+                      {"into", result.into},
+                      {"prefixes", result.plan.prefixes},
+                      {"before_snapshot", output::json_or_null(result.before_snapshot)},
+                      {"before_snapshot_reused", result.before_snapshot_reused},
+                      {"snapshot", nullptr},
+                      {"changes", changes_json(result.plan.stat.fork)},
+                      {"replaced", result.plan.stat.conflicts},
+                      {"copied", done.copied},
+                      {"deleted", done.deleted + done.already_gone},
+                      {"skipped", result.plan.skipped},
+                      {"not_done", done.not_done},
+                      {"failed", std::move(failed)}};
+}
+
+std::string promotion_table(const MergeResult& result) {
+  const auto& done = *result.promotion;
+  std::string text;
+  if (!done.failures.empty()) {
+    output::Table table({"KEY", "ACTION", "ERROR"});
+    for (const auto& failure : done.failures)
+      table.row({printable_key(failure.key), std::string(workflow::action_name(failure.action)),
+                 failure.error ? output::item_error_text({output::Status::failed, failure.error})
+                               : "(the cause below)"});
+    text += table.render();
+  }
+  text +=
+      fmt::format("promoted {} into {} under {}: {} copied, {} deleted, {} skipped (already in {})",
+                  result.fork, result.into, prefix_list(result.plan.prefixes), done.copied,
+                  done.deleted + done.already_gone, result.plan.skipped, result.into);
+  if (!done.failures.empty()) text += fmt::format(", {} failed", done.failures.size());
+  if (done.not_done > 0) text += fmt::format(", {} not done", done.not_done);
+  text += "\n";
+  if (!result.before_snapshot.empty())
+    text += fmt::format("before: {}  (snapshot '{}'{}: fork it to undo the promotion)\n",
+                        result.before_snapshot, before_merge_name(result.fork),
+                        result.before_snapshot_reused ? ", taken by the interrupted run" : "");
+  if (result.plan.stat.conflicts > 0)
+    text += fmt::format("replaced {} of {}'s changes (--strategy fork-wins)\n",
+                        result.plan.stat.conflicts, result.into);
+  return text;
+}
+
+}  // namespace
+
 output::Json to_json(const MergeResult& result) {
+  if (result.promotion) return promotion_json(result);
   return output::Json{{"fork", result.fork},
                       {"into", result.into},
                       {"before_snapshot", output::json_or_null(result.before_snapshot)},
@@ -236,6 +420,7 @@ output::Json to_json(const MergeResult& result) {
 }
 
 std::string to_table(const MergeResult& result) {
+  if (result.promotion) return promotion_table(result);
   std::string text = fmt::format("merged {} into {}\n", result.fork, result.into);
   if (!result.before_snapshot.empty())
     text += fmt::format("before: {}  (snapshot '{}': fork it to undo the merge)\n",
@@ -413,15 +598,29 @@ cli::CommandResult run_fork_diff(const DiffOptions& options, cli::Context& conte
 cli::CommandResult run_fork_merge(const MergeOptions& options, cli::Context& context) {
   check_merge_options(options);
   auto& client = context.client();
-  const auto parent = merge_parent(client, options);
+  const auto target = merge_target(client, options);
+  const auto& parent = target.source;
   // The three-way check first (issue 23 §1): reads only. A dry run shows the plan and stops.
-  auto plan = plan_merge(client, options.fork, parent, context.options.dry_run);
+  auto plan = plan_merge(client, target, options.prefixes, context.options.dry_run);
   if (context.options.dry_run)
     return cli::document(to_json(options.fork, parent, plan), to_table(options.fork, parent, plan));
   if (auto refusal = conflict_error(options, parent, plan)) {
     auto refused = cli::document(to_json(options.fork, parent, plan), conflict_rows(plan));
     refused.error = std::move(refusal);
     return refused;
+  }
+  if (!plan.prefixes.empty()) {
+    const auto sends = static_cast<std::int64_t>(plan.work.size());
+    context.confirm(
+        fmt::format("Promote {} change{} of fork {} under {} into {}? This writes into {}{}", sends,
+                    sends == 1 ? "" : "s", options.fork, prefix_list(plan.prefixes), parent, parent,
+                    plan.stat.conflicts > 0
+                        ? fmt::format(" and replaces {} of its changes", plan.stat.conflicts)
+                        : std::string()));
+    auto result = run_promotion(client, options, target, std::move(plan), context.batch_settings());
+    auto promoted = cli::document(to_json(result), to_table(result));
+    promoted.error = result.promotion->error;
+    return promoted;
   }
   // Writing into a bucket every agent forked from is an operator's act (cli.md §10).
   context.confirm(fmt::format(
@@ -496,8 +695,16 @@ void add_fork_after(CLI::App& fork, cli::Context& context) {
                    "refuse (default): a key changed on both sides stops the merge; fork-wins: "
                    "the fork's version replaces the parent's")
       ->transform(cli::one_of("--strategy", {"refuse", "fork-wins"}));
-  cli::describe(*merge, cli::honours::client | cli::honours::confirm | cli::honours::dry_run,
-                {"tfork fork merge run-3 --dry-run", "tfork fork merge run-3 --yes"});
+  merge
+      ->add_option("--prefix", merge_options->prefixes,
+                   "Promote only the fork's changes under P, by server-side copies and deletes "
+                   "(repeatable)")
+      ->type_name("P");
+  cli::describe(
+      *merge,
+      cli::honours::client | cli::honours::batch | cli::honours::confirm | cli::honours::dry_run,
+      {"tfork fork merge run-3 --dry-run", "tfork fork merge run-3 --yes",
+       "tfork fork merge run-3 --prefix models/ --prefix eval/ --yes"});
   cli::on_run(*merge, context,
               [merge_options, &context] { return run_fork_merge(*merge_options, context); });
 

@@ -484,20 +484,35 @@ Tool fork_merge_tool(const ServerConfig& config) {
                          {"description",
                           "refuse (the default): a key the parent also changed since the fork "
                           "was made stops the merge, naming the keys; fork-wins: merged anyway, "
-                          "the parent's changes replaced (only when the user said so)"}}}},
+                          "the parent's changes replaced (only when the user said so)"}}},
+       {"prefix",
+        Json{{"anyOf",
+              {Json{{"type", "string"}, {"minLength", 1}},
+               Json{{"type", "array"},
+                    {"items", Json{{"type", "string"}, {"minLength", 1}}},
+                    {"minItems", 1}}}},
+             {"description",
+              "Promote only the fork's changes under this key prefix (or these), copied and "
+              "deleted key by key, instead of merging the whole fork"}}}},
       {"fork"});
   tool.output_schema = schema::document(
       {{"fork", schema::text("The fork")},
        {"into", schema::text("The parent it was merged into")},
        {"before_snapshot", schema::nullable_text("The parent's version before the merge")},
-       {"snapshot", schema::text("The parent's version after it")},
+       {"snapshot",
+        schema::nullable_text(
+            "The parent's version after the merge; null with prefix (no merge request is sent)")},
        {"changes", Json{{"type", "object"},
                         {"description", "The fork's changes merged: added, modified, deleted"}}},
        {"replaced", Json{{"type", "integer"},
                          {"description",
                           "How many of the parent's own changes the merge "
-                          "replaced (strategy fork-wins)"}}}},
-      {"fork", "into", "snapshot"});
+                          "replaced (strategy fork-wins)"}}},
+       {"copied", schema::nullable("integer", "With prefix: the objects copied into the parent")},
+       {"deleted", schema::nullable("integer", "With prefix: the objects deleted in the parent")},
+       {"skipped",
+        schema::nullable("integer", "With prefix: changes the parent already had (not sent)")}},
+      {"fork", "into"});
   tool.hints = {.read_only = false, .destructive = true, .idempotent = false};
   tool.run = [&config](const Json& arguments, CallContext& call) {
     Workspace workspace(config, call);
@@ -509,9 +524,28 @@ Tool fork_merge_tool(const ServerConfig& config) {
     if (strategy != "refuse" && strategy != "fork-wins")
       throw TforkError(ErrorKind::usage, "InvalidArgument",
                        "strategy must be refuse or fork-wins, not '" + strategy + "'");
-    return workflow_calls::merge_fork(workspace.client(), fork, bool_arg(arguments, "no_snapshot"),
-                                      strategy,
-                                      [&](const std::string& parent) { workspace.reach(parent); });
+    // prefix: one string or a list of them, as --prefix once or repeated.
+    std::vector<std::string> prefixes;
+    if (const auto found = arguments.find("prefix"); found != arguments.end()) {
+      if (found->is_string()) {
+        prefixes.push_back(found->get<std::string>());
+      } else {
+        for (const auto& prefix : *found)
+          prefixes.push_back(prefix.get<std::string>());
+        if (prefixes.empty()) usage_error("prefix: give at least one, or leave it out");
+      }
+    }
+    workflow_calls::MergeArgs args;
+    args.fork = fork;
+    args.no_snapshot = bool_arg(arguments, "no_snapshot");
+    args.strategy = strategy;
+    args.prefixes = prefixes;
+    args.concurrency = workspace.concurrency();
+    args.cancel = &workspace.cancelled();
+    auto done = workflow_calls::merge_fork(
+        workspace.client(), args, [&](const std::string& parent) { workspace.reach(parent); });
+    if (done.error) throw ToolFailure(std::move(*done.error), std::move(done.document));
+    return std::move(done.document);
   };
   return tool;
 }

@@ -93,19 +93,25 @@ workflow::DiffStat diff_stat(tigris::Client& client, const workflow::DiffTarget&
   return workflow::stream_diff(client, target, prefix, {});
 }
 
-Json merge_fork(tigris::Client& client, const std::string& fork, bool no_snapshot,
-                const std::string& strategy,
-                const std::function<void(const std::string& parent)>& check_parent) {
-  commands::fork::MergeOptions options{fork, "", no_snapshot, strategy};
+MergeDone merge_fork(tigris::Client& client, const MergeArgs& args,
+                     const std::function<void(const std::string& parent)>& check_parent) {
+  commands::fork::MergeOptions options{args.fork, "", args.no_snapshot, args.strategy,
+                                       args.prefixes};
   commands::fork::check_merge_options(options);
-  const auto parent = commands::fork::merge_parent(client, options);
-  check_parent(parent);
-  auto plan = commands::fork::plan_merge(client, fork, parent, false);
-  if (auto refusal = commands::fork::conflict_error(options, parent, plan))
+  const auto target = commands::fork::merge_target(client, options);
+  check_parent(target.source);
+  auto plan = commands::fork::plan_merge(client, target, options.prefixes, false);
+  if (auto refusal = commands::fork::conflict_error(options, target.source, plan))
     throw TforkError(*refusal);
-  auto result = commands::fork::run_merge(client, options, parent);
+  if (!plan.prefixes.empty()) {
+    // The same promotion as `fork merge --prefix`: its batch stopped by the call's cancellation.
+    auto result = commands::fork::run_promotion(client, options, target, std::move(plan),
+                                                settings(args.concurrency, args.cancel));
+    return MergeDone{commands::fork::to_json(result), std::move(result.promotion->error)};
+  }
+  auto result = commands::fork::run_merge(client, options, target.source);
   result.plan = std::move(plan);
-  return commands::fork::to_json(result);
+  return MergeDone{commands::fork::to_json(result), std::nullopt};
 }
 
 workflow::TeardownResult teardown_forks(tigris::Client& client,

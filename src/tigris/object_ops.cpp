@@ -2,6 +2,10 @@
 #include "tfork/tigris/object_ops.hpp"
 
 #include "tfork/output/render.hpp"
+#include "tfork/sigv4/signer.hpp"
+
+#include <fmt/format.h>
+#include <pugixml.hpp>
 
 #include <charconv>
 
@@ -74,6 +78,25 @@ Operation delete_object(std::string_view bucket, std::string_view key) {
                    .method = "DELETE",
                    .bucket = std::string(bucket),
                    .key = std::string(key)};
+}
+
+Operation copy_object(std::string_view bucket, std::string_view key, std::string_view source_bucket,
+                      std::string_view source_key) {
+  Operation op{.name = "CopyObject",
+               .method = "PUT",
+               .bucket = std::string(bucket),
+               .key = std::string(key)};
+  // The source travels URL-encoded (S3 CopyObject, x-amz-copy-source): a key with '?', '%' or
+  // a space would otherwise name another object.
+  std::string source = fmt::format("/{}/{}", source_bucket, sigv4::uri_encode(source_key, true));
+  op.headers.emplace_back("x-amz-copy-source", std::move(source));
+  return op;
+}
+
+std::string parse_copy_etag(const http::Response& response) {
+  pugi::xml_document document;
+  if (!document.load_buffer(response.body.data(), response.body.size())) return {};
+  return unquoted(document.child("CopyObjectResult").child_value("ETag"));
 }
 
 ObjectRead parse_object_read(const http::Response& response) {

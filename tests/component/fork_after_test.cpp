@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "command_harness.hpp"
+#include <algorithm>
 #include <atomic>
 #include <sstream>
 
@@ -121,6 +122,73 @@ TEST_CASE("fork merge refuses before merging: not a direct fork, not a fork, bad
           fork_cmd::check_merge_options({"run-3", "run-3", false});
         }) == ErrorKind::usage);
   CHECK(transport.requests.size() == sent);
+}
+
+TEST_CASE(
+    "fork merge --prefix: one HeadBucket, the prefix's listings, the snapshot, then "
+    "CopyObject and DeleteObject per key",
+    "[fork][merge][promote]") {
+  // Under p/: the fork modified p/a, added "p/n x" and deleted p/d; p/s it changed as the
+  // parent did (already promoted: skipped).
+  FakeTransport transport([](const http::Request& request) -> http::Result {
+    if (request.method == "HEAD") return fork_head("data");
+    if (request.method == "GET" && path_of(request) == "/")  // no earlier before-merge snapshot
+      return ok(200, {}, "<ListAllMyBucketsResult><Buckets></Buckets></ListAllMyBucketsResult>");
+    if (request.method == "GET" && path_of(request) == "/run-3")
+      return listing({"p/a:2:a-fork", "p/n%20x:1:n", "p/s:1:s-new"}, "");
+    if (request.method == "GET" && header_of(request, "X-Tigris-Snapshot-Version") != "<absent>")
+      return listing({"p/a:2:a", "p/d:1:d", "p/s:1:s"}, "");
+    if (request.method == "GET") return listing({"p/a:2:a", "p/d:1:d", "p/s:1:s-new"}, "");
+    if (header_of(request, "X-Tigris-Snapshot") != "<absent>")
+      return ok(200, {{"X-Tigris-Snapshot-Version", "1900000000000000001"}});
+    if (request.method == "PUT")
+      return ok(200, {}, "<CopyObjectResult><ETag>&quot;e&quot;</ETag></CopyObjectResult>");
+    if (request.method == "DELETE") return ok(204, {});
+    return s3_error(400, "Unexpected");
+  });
+  tigris::Client client(settings(), transport, fixed_clock());
+  fork_cmd::MergeOptions options{"run-3", "", false, "refuse", {"p/", "p/deep/"}};
+  fork_cmd::check_merge_options(options);
+  const auto target = fork_cmd::merge_target(client, options);
+  auto plan = fork_cmd::plan_merge(client, target, options.prefixes, false);
+  CHECK(plan.prefixes == std::vector<std::string>{"p/"});  // p/deep/ is under p/
+  CHECK(plan.skipped == 1);
+  REQUIRE(plan.work.size() == 3);
+  const auto result =
+      fork_cmd::run_promotion(client, options, target, std::move(plan), workflow::BatchSettings{});
+  // HEAD once; three listings, each with prefix p/; the snapshot list (a key is already in
+  // the parent: an interrupted run may have left its snapshot); the snapshot; three object
+  // requests.
+  REQUIRE(transport.requests.size() == 9);
+  CHECK(std::ranges::count_if(transport.requests,
+                              [](const auto& r) { return r.method == "HEAD"; }) == 1);
+  for (std::size_t i = 1; i < 4; ++i)
+    CHECK(query_param(transport.requests[i], "prefix") == "p%2F");
+  CHECK(path_of(transport.requests[4]) == "/");
+  CHECK(header_of(transport.requests[5], "X-Tigris-Snapshot") == "true; name=before-merge run-3");
+  std::vector<std::string> sent;
+  for (std::size_t i = 6; i < 9; ++i)
+    sent.push_back(transport.requests[i].method + " " + path_of(transport.requests[i]) + " " +
+                   header_of(transport.requests[i], "x-amz-copy-source"));
+  std::ranges::sort(sent);
+  CHECK(sent == std::vector<std::string>{"DELETE /data/p/d <absent>", "PUT /data/p/a /run-3/p/a",
+                                         "PUT /data/p/n%20x /run-3/p/n%20x"});
+  for (std::size_t i = 6; i < 9; ++i)
+    if (transport.requests[i].method == "PUT")
+      CHECK(signed_headers(transport.requests[i]).contains("x-amz-copy-source"));
+  const auto doc = fork_cmd::to_json(result);
+  CHECK(doc["before_snapshot"] == "1900000000000000001");
+  CHECK(doc["copied"] == 2);
+  CHECK(doc["deleted"] == 1);
+  CHECK(doc["skipped"] == 1);
+  CHECK(doc["failed"].empty());
+}
+
+TEST_CASE("fork merge --prefix refuses bad prefixes before sending", "[fork][merge][promote]") {
+  for (const auto* bad : {"", "p/\x01", "a\nb"})
+    CHECK(failure_kind([&] {
+            fork_cmd::check_merge_options({"run-3", "", false, "refuse", {"ok/", bad}});
+          }) == ErrorKind::usage);
 }
 
 TEST_CASE("fork rebase: PUT /<fork> with X-Tigris-Rebase, the new version", "[fork][rebase]") {

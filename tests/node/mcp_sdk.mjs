@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CreateBucketCommand, PutObjectCommand, ListBucketsCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, ListBucketsCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { main, s3Client, rootCreds, step } from './e2e_lib.mjs';
 import {
   call, failing, httpClient, rpcError, startHttpServer, startRecordingProxy, stdioClient,
@@ -164,6 +164,16 @@ async function operatorMode(proxy) {
   assert.match(conflict, /data\/z\.txt/);
   await rpcError(client.callTool({ name: 'fork_merge', arguments: { fork: 'op-1', confirm: true, strategy: 'parent-wins' } }),
     -32602, 'a strategy outside its enum');
+  step('fork_merge with prefix: the same promotion as fork merge --prefix (issue 23 §1)');
+  const inPrefix = await failing(client, 'fork_merge', { fork: 'op-1', confirm: true, prefix: 'data/' }, 6);
+  assert.match(inPrefix, /data\/z\.txt/, 'a conflict inside the prefix refuses');
+  await rpcError(client.callTool({ name: 'fork_merge', arguments: { fork: 'op-1', confirm: true, prefix: [] } }),
+    -32602, 'an empty prefix list');
+  const promoted = await record(call(client, 'fork_merge', { fork: 'op-1', confirm: true, prefix: ['data/new'] }));
+  assert.deepEqual([promoted.copied, promoted.deleted, promoted.skipped], [1, 0, 0]);
+  assert.ok(promoted.before_snapshot, 'a before-merge snapshot first');
+  const copied = await s3Client().send(new GetObjectCommand({ Bucket: source, Key: 'data/new.txt' }));
+  assert.equal(await copied.Body.transformToString(), 'hello\n', 'copied into the parent');
   const merged = await record(call(client, 'fork_merge', { fork: 'op-1', confirm: true, strategy: 'fork-wins' }));
   assert.equal(merged.into, source);
   assert.ok(merged.before_snapshot, 'a before-merge snapshot');

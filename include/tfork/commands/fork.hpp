@@ -10,6 +10,7 @@
 #include "tfork/workflow/expiry.hpp"
 #include "tfork/workflow/fork_batch.hpp"
 #include "tfork/workflow/fork_diff.hpp"
+#include "tfork/workflow/promote.hpp"
 
 #include <chrono>
 #include <optional>
@@ -105,30 +106,50 @@ struct MergeOptions {
   // "refuse" (default): a key changed in both the fork and the parent since the fork's
   // snapshot stops the merge (exit 6); "fork-wins": merged anyway, the parent's change replaced.
   std::string strategy = "refuse";
+  // --prefix (repeatable; issue 23 §1, cli.md §14): promote only the fork's changes under
+  // these, by CopyObject and DeleteObject per key, instead of the merge request.
+  std::vector<std::string> prefixes{};
 };
-// What a merge would do (issue 23 §1): the fork's changes, and the keys both sides changed.
+// What a merge would do (issue 23 §1): the fork's changes, and the keys both sides changed;
+// with --prefix, within those prefixes only, and the copies and deletes to send.
 struct MergePlan {
   workflow::ThreeWayStat stat;
   std::vector<workflow::ThreeWayChange> conflicts;  // the first k_listed_conflicts of them
   std::vector<workflow::ThreeWayChange> changes;    // with --dry-run: the fork's, listed
+  std::vector<std::string> prefixes;                // --prefix, as listed (promotion_prefixes)
+  std::vector<workflow::PromotionItem> work;        // --prefix: the copies and deletes, key order
+  std::int64_t skipped = 0;  // --prefix: fork changes the parent already holds
 };
 inline constexpr std::size_t k_listed_conflicts = 20;
 struct MergeResult {
   std::string fork;
   std::string into;
-  std::string before_snapshot;  // "" with --no-snapshot
-  std::string snapshot;         // the parent's version after the merge
+  std::string before_snapshot;  // "" with --no-snapshot (or, with --prefix, none needed)
+  std::string snapshot;         // the parent's version after the merge ("" with --prefix)
   MergePlan plan;               // what the three-way check found
+  // --prefix: the snapshot was the one an interrupted run of this promotion took.
+  bool before_snapshot_reused = false;
+  std::optional<workflow::PromotionOutcome> promotion;  // --prefix: what was sent
 };
-// The three listings (fork now, its base, the parent now) streamed once; `list_changes` keeps
-// every change of the fork (for --dry-run), else only the first conflicts.
-MergePlan plan_merge(tigris::Client& client, const std::string& fork, const std::string& parent,
-                     bool list_changes);
-// Names checked before anything is sent (exit 64).
+// The three listings (fork now, its base, the parent now) streamed once (once per prefix with
+// --prefix); `list_changes` keeps every change of the fork (for --dry-run), else only the
+// first conflicts. With `prefixes`, the plan's work lists the copies and deletes to send.
+MergePlan plan_merge(tigris::Client& client, const workflow::DiffTarget& target,
+                     const std::vector<std::string>& prefixes, bool list_changes);
+// Names and prefixes checked before anything is sent (exit 64).
 void check_merge_options(const MergeOptions& options);
-// HeadBucket of the fork: the parent it merges into. Exit 64 when it is not a direct fork of
-// --into (or not a fork), before any change.
+// HeadBucket of the fork (the only one a merge sends): its parent and base snapshot. Exit 64
+// when it is not a direct fork of --into (or not a fork), 3 when it does not exist, before any
+// change.
+workflow::DiffTarget merge_target(tigris::Client& client, const MergeOptions& options);
+// merge_target's parent.
 std::string merge_parent(tigris::Client& client, const MergeOptions& options);
+// --prefix: the parent's `before-merge <fork>` snapshot (unless --no-snapshot), then the
+// copies and deletes of the plan. The snapshot is taken only when there is something to send,
+// and not again when a run interrupted earlier took one (see fork_after.cpp).
+MergeResult run_promotion(tigris::Client& client, const MergeOptions& options,
+                          const workflow::DiffTarget& target, MergePlan plan,
+                          const workflow::BatchSettings& settings);
 std::vector<tigris::Operation> merge_operations(const MergeOptions& options,
                                                 const std::string& parent);
 // The `before-merge <fork>` snapshot of the parent (unless --no-snapshot), then the merge.

@@ -67,13 +67,27 @@ void diff_after(tigris::Client& client, const workflow::DiffTarget& target,
 workflow::DiffStat diff_stat(tigris::Client& client, const workflow::DiffTarget& target,
                              const std::string& prefix);
 
-// `fork merge FORK --yes [--no-snapshot] [--strategy S]`: {"fork", "into", "before_snapshot",
-// "snapshot", "changes", "replaced"}. The same three-way check first: a conflict throws
-// TforkError(conflict) naming the keys, unless `strategy` is "fork-wins". `check_parent` sees
-// the parent before anything is written, and throws to refuse it.
-Json merge_fork(tigris::Client& client, const std::string& fork, bool no_snapshot,
-                const std::string& strategy,
-                const std::function<void(const std::string& parent)>& check_parent);
+struct MergeArgs {
+  std::string fork;
+  bool no_snapshot = false;
+  std::string strategy = "refuse";
+  std::vector<std::string> prefixes;  // empty: the whole fork (the merge request)
+  std::size_t concurrency = 32;       // the promotion's copies in flight
+  const std::atomic<bool>* cancel = nullptr;
+};
+// `fork merge FORK --yes [--no-snapshot] [--strategy S] [--prefix P...]`: {"fork", "into",
+// "before_snapshot", "snapshot", "changes", "replaced"} (with prefixes, the promotion's
+// document: "copied", "deleted", "skipped", "failed", ...). The same three-way check first: a
+// conflict throws TforkError(conflict) naming the keys, unless `strategy` is "fork-wins".
+// `check_parent` sees the parent before anything is written, and throws to refuse it. A
+// promotion that did not finish (interrupted, some keys failed) returns its error beside the
+// document.
+struct MergeDone {
+  Json document;
+  std::optional<Error> error;
+};
+MergeDone merge_fork(tigris::Client& client, const MergeArgs& args,
+                     const std::function<void(const std::string& parent)>& check_parent);
 
 // `teardown FORK...` with each fork's expected source, or `teardown --source S --all`.
 workflow::TeardownResult teardown_forks(tigris::Client& client,

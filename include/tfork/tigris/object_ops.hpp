@@ -27,6 +27,13 @@ Operation get_object(std::string_view bucket, std::string_view key, std::int64_t
 Operation put_object(std::string_view bucket, std::string_view key, std::string body,
                      std::string_view content_type);
 Operation delete_object(std::string_view bucket, std::string_view key);
+// CopyObject, server-side: PUT /<bucket>/<key> with x-amz-copy-source naming
+// /<source_bucket>/<source_key> (the key URL-encoded, its '/' kept), metadata copied. What a
+// promotion (`fork merge --prefix`, issue 23 §1) sends for each key the fork wrote.
+Operation copy_object(std::string_view bucket, std::string_view key, std::string_view source_bucket,
+                      std::string_view source_key);
+// The ETag (without quotes) of a CopyObject answer's CopyObjectResult; "" when absent.
+std::string parse_copy_etag(const http::Response& response);
 
 // What a GetObject answer says about the whole object: its size (from Content-Range when the
 // answer is a range, else the body), type and ETag (without quotes).
