@@ -132,16 +132,7 @@ cli::CommandResult run_fork_head(const std::vector<std::string>& buckets, cli::C
 cli::CommandResult run_fork_ls(const std::string& source, cli::Context& context) {
   cli::require_bucket_name(source);
   const auto result = run_fork_ls(context.client(), source);
-  // A fork made a moment ago may be missing from the listing: say so when the source has a
-  // snapshot that young (tigris-wire §10).
-  try {
-    if (auto warning = tigris::listing_lag_warning(
-            source, tigris::list_all_snapshots(context.client(), source),
-            std::chrono::system_clock::now()))
-      spdlog::warn("{}", *warning);
-  } catch (const TforkError& failure) {
-    if (failure.error().kind == ErrorKind::interrupted) throw;
-  }
+  if (result.lag_warning) spdlog::warn("{}", *result.lag_warning);
   auto outcome = cli::document(to_json(result), to_table(result));
   if (result.forks.empty()) outcome.notice = "No forks of bucket " + result.source + ".";
   return outcome;
@@ -152,21 +143,26 @@ ListResult run_fork_ls(tigris::Client& client, const std::string& source,
   ListResult result{source, tigris::find_forks(client, source), {}, now};
   std::ranges::sort(result.forks, output::natural_less, &tigris::FoundFork::bucket);
   result.expires_at.resize(result.forks.size());
-  if (!result.forks.empty()) {
-    // A fork's expiry is in the name of the snapshot it was made from (issue 23 §2).
-    workflow::SnapshotExpiries expiries;
-    try {
-      expiries = workflow::snapshot_expiries(tigris::list_all_snapshots(client, source));
-    } catch (const TforkError& error) {
+  // The source's snapshots name each fork's expiry (issue 23 §2), and one taken a moment ago
+  // means forks made from it may be missing from the listing (tigris-wire §10).
+  std::optional<std::vector<tigris::Snapshot>> snapshots;
+  try {
+    snapshots = tigris::list_all_snapshots(client, source);
+  } catch (const TforkError& error) {
+    if (error.error().kind == ErrorKind::interrupted) throw;
+    if (!result.forks.empty())
       spdlog::warn("could not list the snapshots of {}, so no expiry is shown: {}", source,
                    error.error().message);
-    }
+  }
+  if (snapshots) {
+    const auto expiries = workflow::snapshot_expiries(*snapshots);
     for (std::size_t i = 0; i < result.forks.size(); ++i)
       if (auto found = expiries.find(result.forks[i].snapshot); found != expiries.end())
         result.expires_at[i] = found->second;
+    result.lag_warning = tigris::listing_lag_warning(source, *snapshots, now);
   }
   // An empty listing cannot tell "no forks" from a mistyped name: ask the source itself.
-  if (result.forks.empty()) {
+  if (result.forks.empty() && !snapshots) {
     if (auto error =
             tigris::error_from_result(client.send(tigris::head_bucket(source)), "HeadBucket")) {
       if (error->kind == ErrorKind::not_found)

@@ -59,6 +59,9 @@ struct ListResult {
   // source's snapshots could not be listed (a warning says so).
   std::vector<std::optional<workflow::ExpiryTime>> expires_at;
   std::chrono::system_clock::time_point now;  // what "expired" is measured against
+  // Set when the source has a snapshot young enough that forks made from it may not be
+  // listed yet (tigris::listing_lag_warning).
+  std::optional<std::string> lag_warning{};
 };
 
 // The fork listing, then (when there are forks) the source's snapshots for their expiry.
