@@ -545,12 +545,13 @@ Check Probe::fork_listing() {
     Json data{{"listed", listed}, {"other_entries", not_ours}, {"made", forks_.size()}};
     if (not_ours > 0) {
       quirk("fork-listing-ignores-header");
-      return {{},
-              CheckStatus::warn,
-              fmt::format("X-Tigris-Fork ignored: the listing holds {} buckets that are not forks "
-                          "of {} (clients must filter the full listing)",
-                          not_ours, id_),
-              data};
+      return {
+          {},
+          CheckStatus::warn,
+          fmt::format("X-Tigris-Fork ignored: the listing holds {} bucket(s) that are not forks "
+                      "of {} (clients must filter the full listing)",
+                      not_ours, id_),
+          data};
     }
     if (listed >= static_cast<long>(forks_.size()) || Clock::now() - start >= wait_) {
       const auto ms =
@@ -867,7 +868,15 @@ cli::CommandResult run_doctor(const DoctorOptions& options, cli::Context& contex
     Check check{"credentials"};
     try {
       setup.credentials = cli::resolve_credentials(context.options.config, context.env());
-      result.credential_source = setup.credentials->source;
+      // Which of the chain's steps chose a profile: the flag, AWS_PROFILE or the default.
+      auto source = setup.credentials->source;
+      if (!context.options.config.profile.empty())
+        source += ", chosen by --profile";
+      else if (source.starts_with("profile '"))
+        source +=
+            context.env()("AWS_PROFILE") ? ", chosen by AWS_PROFILE" : ", the default profile";
+      setup.credentials->source = source;
+      result.credential_source = source;
       result.access_key_id = masked_key_id(setup.credentials->credentials.access_key_id);
       check.detail =
           "key " + result.access_key_id + " from " + setup.credentials->source +

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# tfork doctor (cli.md §14, issue 23 §4) against tfork serve: the configuration checks name
+# where the credentials came from and never print a secret; a wrong secret fails the key
+# check; --probe against plain serve reports every check ok or skipped and no quirk, against
+# serve --quirks X reports X by name; nothing the probes made is left behind, also after a
+# SIGINT or SIGTERM in the middle of --probe.
+source "$(dirname "$0")/lib.sh"
+require_cmd curl python3
+
+# Every bucket and every access key on the server, sorted (root credentials, raw requests).
+server_state() {
+  s3 GET /
+  [[ "$S3_STATUS" == 200 ]] || fail "ListBuckets for the state: HTTP $S3_STATUS"
+  local buckets keys
+  buckets=$(python3 -c 'import re, sys; print(" ".join(sorted(re.findall(r"<Name>(.*?)</Name>", sys.stdin.read()))))' <<<"$S3_BODY")
+  keys=$(curl -sS --fail --aws-sigv4 "aws:amz:auto:s3" --user "$ROOT_AK:$ROOT_SK" -X POST \
+    -H 'Accept: application/json' -H 'Content-Type: application/x-www-form-urlencoded' \
+    --data 'Action=ListAccessKeys&MaxItems=1000' "$ENDPOINT/?Detailed=" |
+    python3 -c 'import json, sys; print(" ".join(sorted(k["access_key_id"] for k in json.load(sys.stdin).get("Keys") or [])))') ||
+    fail "ListAccessKeys for the state failed"
+  printf 'buckets: %s\nkeys: %s\n' "$buckets" "$keys"
+}
+
+# A bucket and a key of the user's own, which the doctor must leave alone.
+seed() {
+  s3 PUT /users-data
+  check_status 200 "seed bucket"
+  iam "Action=CreateAccessKeyWithBucketsRole" \
+    "Req=$(urlencode '{"name":"users-key","buckets_role":[{"bucket":"users-data","role":"Editor"}]}')"
+  check_status 200 "seed key"
+}
+
+no_secret() { # no_secret WHAT: neither stdout nor stderr of the last expect_rc holds the secret
+  check_not_contains "$1: stdout" "$(stdout)" "$ROOT_SK"
+  check_not_contains "$1: stderr" "$(stderr)" "$ROOT_SK"
+}
+
+step "plain serve: configuration checks"
+start_server
+seed
+before=$(server_state)
+expect_rc "doctor" 0 tf doctor --json
+no_secret "doctor"
+check_eq "credential source" "environment (AWS_ACCESS_KEY_ID)" "$(json_get 'd["credential_source"]' <"$OUT/stdout")"
+masked=$(json_get 'd["access_key_id"]' <"$OUT/stdout")
+check_not_contains "the key id is masked" "$masked" "$ROOT_AK"
+check_eq "masked key ends like the key" "${ROOT_AK: -4}" "${masked: -4}"
+check_eq "the checks" '[["credentials", "ok"], ["endpoint", "ok"], ["tls", "ok"], ["clock", "ok"], ["key", "ok"]]' \
+  "$(json_get '[[c["name"], c["status"]] for c in d["checks"]]' <"$OUT/stdout")"
+check_eq "not a Tigris host" false "$(json_get 'd["tigris_host"]' <"$OUT/stdout")"
+check_contains "tfork version" "$(json_get 'd["tfork_version"]' <"$OUT/stdout")" "."
+
+step "credential sources: TIGRIS_STORAGE_* and a profile"
+expect_rc "doctor with TIGRIS_STORAGE_*" 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  TIGRIS_STORAGE_ACCESS_KEY_ID="$ROOT_AK" TIGRIS_STORAGE_SECRET_ACCESS_KEY="$ROOT_SK" "$TFORK" doctor --json
+no_secret "TIGRIS_STORAGE_*"
+check_eq "TIGRIS_STORAGE_* named" "environment (TIGRIS_STORAGE_ACCESS_KEY_ID)" \
+  "$(json_get 'd["credential_source"]' <"$OUT/stdout")"
+printf '[doc]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$ROOT_AK" "$ROOT_SK" >"$WORK/credentials"
+expect_rc "doctor --profile" 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  -u TIGRIS_STORAGE_ACCESS_KEY_ID -u TIGRIS_STORAGE_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$WORK/credentials" AWS_CONFIG_FILE="$WORK/none" "$TFORK" doctor --profile doc --json
+no_secret "--profile"
+check_contains "the profile named" "$(json_get 'd["credential_source"]' <"$OUT/stdout")" "profile 'doc'"
+check_contains "chosen by the flag" "$(json_get 'd["credential_source"]' <"$OUT/stdout")" "--profile"
+expect_rc "doctor without credentials" 1 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
+  -u TIGRIS_STORAGE_ACCESS_KEY_ID -u TIGRIS_STORAGE_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$WORK/none" AWS_CONFIG_FILE="$WORK/none" HOME="$WORK" "$TFORK" doctor --json
+check_eq "no credentials: fail, then skips" '["fail", "ok", "skipped", "skipped", "skipped"]' \
+  "$(json_get '[c["status"] for c in d["checks"]]' <"$OUT/stdout")"
+
+step "a wrong secret fails the key check, clearly, without printing it"
+expect_rc "doctor with a wrong secret" 1 env AWS_SECRET_ACCESS_KEY=not-the-secret-4711 "$TFORK" doctor --json
+check_not_contains "wrong secret not printed" "$(stdout)$(stderr)" "not-the-secret-4711"
+check_eq "key check failed" fail "$(json_get '[c["status"] for c in d["checks"] if c["name"] == "key"][0]' <"$OUT/stdout")"
+check_contains "says why" "$(json_get '[c["detail"] for c in d["checks"] if c["name"] == "key"][0]' <"$OUT/stdout")" \
+  "SignatureDoesNotMatch"
+check_contains "the error names the failed check" "$(stderr)" "key"
+expect_rc "table output" 1 env AWS_SECRET_ACCESS_KEY=not-the-secret-4711 "$TFORK" doctor
+check_contains "table row" "$(stdout)" "SignatureDoesNotMatch"
+
+step "plain serve: --probe, every check ok or skipped, no quirk, nothing left"
+expect_rc "doctor --probe" 0 tf doctor --probe --json
+no_secret "--probe"
+check_eq "no quirks" "[]" "$(json_get 'd["quirks"]' <"$OUT/stdout")"
+check_eq "no leftovers" "[]" "$(json_get 'd["leftovers"]' <"$OUT/stdout")"
+check_eq "only ok and skipped" "[]" \
+  "$(json_get '[[c["name"], c["status"], c["detail"]] for c in d["checks"] if c["status"] not in ("ok", "skipped")]' <"$OUT/stdout")"
+for name in settings-addressing snapshots-on-delay snapshot-delete-gone rebase-own-writes merge-both-changed \
+  parallel-forks parent-delete access-key-delete-twice fork-locations fork-listing snapshot-paging cleanup; do
+  check_eq "probe $name ran" 1 "$(json_get "len([c for c in d['checks'] if c['name'] == '$name'])" <"$OUT/stdout")"
+done
+check_contains "run id" "$(json_get 'd["run_id"]' <"$OUT/stdout")" "tfork-doctor-"
+check_eq "state after --probe" "$before" "$(server_state)"
+expect_rc "doctor --probe (table)" 0 tf doctor --probe
+check_contains "table: quirks" "$(stdout)" "quirks: none"
+check_contains "table: leftovers" "$(stdout)" "left behind: nothing"
+check_eq "state after the table run" "$before" "$(server_state)"
+expect_rc "--probe --dry-run is a usage error" 64 tf doctor --probe --dry-run
+stop_server
+
+for quirk in fork-listing-ignores-header iam-message-errors snapshot-token-echo fork-conflict-409 \
+  parent-delete-400; do
+  step "serve --quirks $quirk: reported by name"
+  rm -rf "$DATA_DIR"
+  start_server --quirks "$quirk"
+  seed
+  before=$(server_state)
+  expect_rc "doctor --probe ($quirk)" 0 tf doctor --probe --json
+  check_eq "$quirk reported" "[\"$quirk\"]" "$(json_get 'd["quirks"]' <"$OUT/stdout")"
+  check_eq "$quirk: no leftovers" "[]" "$(json_get 'd["leftovers"]' <"$OUT/stdout")"
+  check_eq "$quirk: state after" "$before" "$(server_state)"
+  stop_server
+done
+
+# interrupt SIGNAL CODE WHAT PATTERN: doctor --probe against a slow server, the signal once a
+# bucket matching PATTERN exists (no fixed sleep decides it), then nothing of its own is left.
+interrupt() {
+  local signal=$1 code=$2 pattern=$3 pid rc=0 deadline=$((SECONDS + 60))
+  rm -rf "$DATA_DIR"
+  start_server --latency 150
+  seed
+  before=$(server_state)
+  "$TFORK" doctor --probe --json >"$WORK/int.out" 2>"$WORK/int.err" &
+  pid=$!
+  until s3 GET / && [[ "$S3_BODY" =~ \<Name\>$pattern\</Name\> ]]; do
+    kill -0 "$pid" 2>/dev/null || fail "doctor ended before the $signal: $(cat "$WORK/int.err")"
+    ((SECONDS < deadline)) || fail "no bucket matching $pattern appeared within 60 s"
+    sleep 0.05
+  done
+  kill "-$signal" "$pid"
+  wait "$pid" || rc=$?
+  check_eq "$signal: exit code" "$code" "$rc"
+  check_eq "$signal: interrupted in the document" true "$(json_get 'd["interrupted"]' <"$WORK/int.out")"
+  check_eq "$signal: no leftovers" "[]" "$(json_get 'd["leftovers"]' <"$WORK/int.out")"
+  check_eq "$signal: state after" "$before" "$(server_state)"
+  stop_server
+}
+step "SIGINT once the probe bucket exists: exit 130, nothing left"
+interrupt INT 130 'tfork-doctor-[0-9a-f]{8}'
+step "SIGTERM once the first fork exists: exit 143, nothing left"
+interrupt TERM 143 'tfork-doctor-[0-9a-f]{8}-m'
+
+step "all doctor checks passed"
