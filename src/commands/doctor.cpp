@@ -309,6 +309,8 @@ void Probe::run(std::vector<Check>& checks) {
 Check Probe::make_bucket() {
   bucket_sent_ = true;
   const auto answer = answer_of(send(tigris::create_bucket(id_, false)), "CreateBucket");
+  // A 409 is a bucket that was there before: not ours to delete afterwards.
+  if (answer.status == 409) bucket_sent_ = false;
   if (!answer.ok)
     return {{}, CheckStatus::fail, "CreateBucket " + id_ + ": " + answer.text(), answer.json()};
   return {{},
@@ -427,11 +429,13 @@ bool Probe::made_fork(const std::string& name, const http::Result& result, bool&
   if (answer.ok) return true;
   if (answer.status != 409) return false;
   const auto head = send(tigris::head_bucket(name));
-  if (!head || head->status != 200) return false;
-  const auto info = tigris::parse_head_bucket(*head);
-  if (info.fork_source != id_) return false;
-  answered_409 = true;
-  return true;
+  if (head && head->status == 200 && tigris::parse_head_bucket(*head).fork_source == id_) {
+    answered_409 = true;
+    return true;
+  }
+  // Someone else's bucket of that name (visible, or refused to us): never delete it.
+  if (head && (head->status == 200 || head->status == 403)) std::erase(forks_, name);
+  return false;
 }
 
 Check Probe::forks() {
@@ -995,11 +999,35 @@ cli::CommandResult run_doctor(const DoctorOptions& options, cli::Context& contex
   result.checks.push_back(std::move(endpoint));
   result.checks.push_back(std::move(tls));
   result.checks.push_back(std::move(clock));
+  const bool key_ok = key.status == CheckStatus::ok;
   result.checks.push_back(std::move(key));
+
+  // The IAM endpoint with the same key (fork create mints keys there). A key scoped to
+  // buckets may not manage keys: a warning, not a failure.
+  Check iam_check{"iam"};
+  if (!key_ok) {
+    iam_check.status = CheckStatus::skipped;
+    iam_check.detail = "the key check did not pass";
+  } else {
+    const auto answer = answer_of(setup.client->send(iam::list_access_keys("")), "ListAccessKeys");
+    iam_check.data = answer.json();
+    if (answer.ok) {
+      iam_check.detail = "ListAccessKeys at " + config.iam_endpoint + " is accepted";
+    } else if (!answer.answered) {
+      iam_check.status = CheckStatus::fail;
+      iam_check.detail = config.iam_endpoint + " is unreachable: " + answer.message;
+    } else {
+      iam_check.status = CheckStatus::warn;
+      iam_check.detail = "ListAccessKeys at " + config.iam_endpoint +
+                         " is refused: " + answer.text() +
+                         " (minting fork keys will fail with this key)";
+    }
+  }
+  result.checks.push_back(std::move(iam_check));
 
   if (options.probe) {
     result.probed = true;
-    const bool ready = setup.client && result.checks.back().status == CheckStatus::ok;
+    const bool ready = setup.client && key_ok;
     if (!ready) {
       result.checks.push_back(
           {"probe", CheckStatus::skipped, "the key check did not pass; nothing was made"});

@@ -46,7 +46,7 @@ check_eq "credential source" "environment (AWS_ACCESS_KEY_ID)" "$(json_get 'd["c
 masked=$(json_get 'd["access_key_id"]' <"$OUT/stdout")
 check_not_contains "the key id is masked" "$masked" "$ROOT_AK"
 check_eq "masked key ends like the key" "${ROOT_AK: -4}" "${masked: -4}"
-check_eq "the checks" '[["credentials", "ok"], ["endpoint", "ok"], ["tls", "ok"], ["clock", "ok"], ["key", "ok"]]' \
+check_eq "the checks" '[["credentials", "ok"], ["endpoint", "ok"], ["tls", "ok"], ["clock", "ok"], ["key", "ok"], ["iam", "ok"]]' \
   "$(json_get '[[c["name"], c["status"]] for c in d["checks"]]' <"$OUT/stdout")"
 check_eq "not a Tigris host" false "$(json_get 'd["tigris_host"]' <"$OUT/stdout")"
 check_contains "tfork version" "$(json_get 'd["tfork_version"]' <"$OUT/stdout")" "."
@@ -65,7 +65,7 @@ check_contains "the profile named" "$(json_get 'd["credential_source"]' <"$OUT/s
 check_contains "chosen by the flag" "$(json_get 'd["credential_source"]' <"$OUT/stdout")" "--profile"
 expect_rc "doctor without credentials" 1 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
   -u TIGRIS_STORAGE_ACCESS_KEY_ID -u TIGRIS_STORAGE_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$WORK/none" AWS_CONFIG_FILE="$WORK/none" HOME="$WORK" "$TFORK" doctor --json
-check_eq "no credentials: fail, then skips" '["fail", "ok", "skipped", "skipped", "skipped"]' \
+check_eq "no credentials: fail, then skips" '["fail", "ok", "skipped", "skipped", "skipped", "skipped"]' \
   "$(json_get '[c["status"] for c in d["checks"]]' <"$OUT/stdout")"
 
 step "a wrong secret fails the key check, clearly, without printing it"
