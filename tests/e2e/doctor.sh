@@ -78,6 +78,56 @@ check_contains "the error names the failed check" "$(stderr)" "key"
 expect_rc "table output" 1 env AWS_SECRET_ACCESS_KEY=not-the-secret-4711 "$TFORK" doctor
 check_contains "table row" "$(stdout)" "SignatureDoesNotMatch"
 
+# skewed_endpoint SECONDS: a stand-in S3 endpoint whose Date header is SECONDS off the clock
+# (it answers 200 to everything); sets SKEWED_URL and SKEWED_PID.
+skewed_endpoint() {
+  rm -f "$WORK/skewed.port"
+  python3 - "$1" "$WORK/skewed.port" <<'PY' &
+import email.utils, http.server, sys, time
+offset, port_file = float(sys.argv[1]), sys.argv[2]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def date_time_string(self, timestamp=None):
+        return email.utils.formatdate(time.time() + offset, usegmt=True)
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        body = b'{"Buckets": {"Bucket": []}, "Keys": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = answer
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+open(port_file + ".tmp", "w").write(str(server.server_address[1]))
+import os; os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+PY
+  SKEWED_PID=$!
+  local deadline=$((SECONDS + 20))
+  until [[ -s "$WORK/skewed.port" ]]; do
+    ((SECONDS < deadline)) || fail "the stand-in endpoint did not start"
+    sleep 0.05
+  done
+  SKEWED_URL="http://127.0.0.1:$(cat "$WORK/skewed.port")"
+}
+
+step "the clock against the server's Date: a warning past a few seconds, a failure past 15 minutes"
+skewed_endpoint -40
+expect_rc "doctor, server 40 s behind" 0 tf doctor --endpoint-url "$SKEWED_URL" --json
+check_eq "40 s: warn" warn "$(json_get '[c["status"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
+check_eq "40 s: the skew" true "$(json_get '[abs(c["data"]["skew_seconds"] - 40) <= 2 for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
+kill "$SKEWED_PID"
+wait "$SKEWED_PID" 2>/dev/null || true
+skewed_endpoint 1200
+expect_rc "doctor, server 20 min ahead" 1 tf doctor --endpoint-url "$SKEWED_URL" --json
+check_eq "20 min: fail" fail "$(json_get '[c["status"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
+check_contains "20 min: says why" "$(json_get '[c["detail"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")" "15 minutes"
+kill "$SKEWED_PID"
+wait "$SKEWED_PID" 2>/dev/null || true
+
 step "plain serve: --probe, every check ok or skipped, no quirk, nothing left"
 expect_rc "doctor --probe" 0 tf doctor --probe --json
 no_secret "--probe"
