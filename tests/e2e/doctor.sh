@@ -78,13 +78,13 @@ check_contains "the error names the failed check" "$(stderr)" "key"
 expect_rc "table output" 1 env AWS_SECRET_ACCESS_KEY=not-the-secret-4711 "$TFORK" doctor
 check_contains "table row" "$(stdout)" "SignatureDoesNotMatch"
 
-# skewed_endpoint SECONDS: a stand-in S3 endpoint whose Date header is SECONDS off the clock
-# (it answers 200 to everything); sets SKEWED_URL and SKEWED_PID.
+# skewed_endpoint SECONDS [CERT KEY]: a stand-in S3 endpoint whose Date header is SECONDS off
+# the clock (it answers 200 to everything), over HTTPS with CERT; sets SKEWED_URL, SKEWED_PID.
 skewed_endpoint() {
   rm -f "$WORK/skewed.port"
-  python3 - "$1" "$WORK/skewed.port" <<'PY' &
-import email.utils, http.server, sys, time
-offset, port_file = float(sys.argv[1]), sys.argv[2]
+  python3 - "$1" "$WORK/skewed.port" "${2:-}" "${3:-}" <<'PY' &
+import email.utils, http.server, ssl, sys, time
+offset, port_file, cert, key = float(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 class Handler(http.server.BaseHTTPRequestHandler):
     def date_time_string(self, timestamp=None):
         return email.utils.formatdate(time.time() + offset, usegmt=True)
@@ -101,6 +101,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+if cert:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 open(port_file + ".tmp", "w").write(str(server.server_address[1]))
 import os; os.rename(port_file + ".tmp", port_file)
 server.serve_forever()
@@ -111,7 +115,11 @@ PY
     ((SECONDS < deadline)) || fail "the stand-in endpoint did not start"
     sleep 0.05
   done
-  SKEWED_URL="http://127.0.0.1:$(cat "$WORK/skewed.port")"
+  SKEWED_URL="http${2:+s}://127.0.0.1:$(cat "$WORK/skewed.port")"
+}
+stop_skewed() {
+  kill "$SKEWED_PID"
+  wait "$SKEWED_PID" 2>/dev/null || true
 }
 
 step "the clock against the server's Date: a warning past a few seconds, a failure past 15 minutes"
@@ -119,14 +127,26 @@ skewed_endpoint -40
 expect_rc "doctor, server 40 s behind" 0 tf doctor --endpoint-url "$SKEWED_URL" --json
 check_eq "40 s: warn" warn "$(json_get '[c["status"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
 check_eq "40 s: the skew" true "$(json_get '[abs(c["data"]["skew_seconds"] - 40) <= 2 for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
-kill "$SKEWED_PID"
-wait "$SKEWED_PID" 2>/dev/null || true
+stop_skewed
 skewed_endpoint 1200
 expect_rc "doctor, server 20 min ahead" 1 tf doctor --endpoint-url "$SKEWED_URL" --json
 check_eq "20 min: fail" fail "$(json_get '[c["status"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")"
 check_contains "20 min: says why" "$(json_get '[c["detail"] for c in d["checks"] if c["name"] == "clock"][0]' <"$OUT/stdout")" "15 minutes"
-kill "$SKEWED_PID"
-wait "$SKEWED_PID" 2>/dev/null || true
+stop_skewed
+
+step "TLS: an unknown certificate fails, --no-verify-ssl warns, --ca-bundle verifies"
+require_cmd openssl
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$WORK/tls.key" -out "$WORK/tls.crt" 2>/dev/null || fail "openssl could not make a certificate"
+skewed_endpoint 0 "$WORK/tls.crt" "$WORK/tls.key"
+tls_of() { json_get '[c["status"] + " " + c["detail"] for c in d["checks"] if c["name"] == "tls"][0]' <"$OUT/stdout"; }
+expect_rc "doctor, unknown certificate" 1 tf doctor --endpoint-url "$SKEWED_URL" --json
+check_contains "unknown certificate: fail" "$(tls_of)" "fail certificate verification failed"
+expect_rc "doctor --no-verify-ssl" 0 tf doctor --endpoint-url "$SKEWED_URL" --no-verify-ssl --json
+check_contains "--no-verify-ssl: warn" "$(tls_of)" "warn "
+expect_rc "doctor --ca-bundle" 0 tf doctor --endpoint-url "$SKEWED_URL" --ca-bundle "$WORK/tls.crt" --json
+check_contains "--ca-bundle: verified" "$(tls_of)" "ok HTTPS; certificate verified"
+stop_skewed
 
 step "plain serve: --probe, every check ok or skipped, no quirk, nothing left"
 expect_rc "doctor --probe" 0 tf doctor --probe --json
