@@ -168,8 +168,20 @@ check_eq "state after the table run" "$before" "$(server_state)"
 expect_rc "--probe --dry-run is a usage error" 64 tf doctor --probe --dry-run
 stop_server
 
+# The quirks this build's serve knows (its own error message lists them).
+known_quirks=$("$TFORK" serve --quirks not-a-quirk --data "$WORK/none" --listen 127.0.0.1:0 2>&1 || true)
 for quirk in fork-listing-ignores-header iam-message-errors snapshot-token-echo fork-conflict-409 \
-  parent-delete-400; do
+  parent-delete-400 settings-delay snapshot-gone-400 merge-no-version-header; do
+  if [[ "$known_quirks" != *"$quirk"* ]]; then
+    # The three newest quirks come with a merge of main; until then serve cannot imitate them.
+    case $quirk in
+      settings-delay | snapshot-gone-400 | merge-no-version-header)
+        step "serve --quirks $quirk: not in this build's serve yet; not tested"
+        continue
+        ;;
+      *) fail "serve does not know the quirk $quirk: $known_quirks" ;;
+    esac
+  fi
   step "serve --quirks $quirk: reported by name"
   rm -rf "$DATA_DIR"
   start_server --quirks "$quirk"
