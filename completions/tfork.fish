@@ -4,7 +4,7 @@
 function __tfork_subcommands
     switch "$argv[1]"
         case ''
-            printf '%s\n' 'bucket' 'completion' 'fork' 'help' 'mcp' 'run' 'serve' 'snapshot' 'teardown' 'version'
+            printf '%s\n' 'bucket' 'completion' 'doctor' 'fork' 'help' 'mcp' 'run' 'serve' 'snapshot' 'teardown' 'version'
         case 'bucket'
             printf '%s\n' 'create' 'ls' 'rm' 'set'
         case 'fork'
@@ -24,6 +24,8 @@ function __tfork_value_options
             printf '%s\n' '--forks-of'
         case 'bucket set'
             printf '%s\n' '--snapshots'
+        case 'doctor'
+            printf '%s\n' '--wait'
         case 'fork create'
             printf '%s\n' '-n' '--count' '--prefix' '--snapshot' '--snapshot-name' '--keys' '--expires-in' '--manifest' '--add'
         case 'fork diff'
@@ -88,6 +90,7 @@ end
 complete -c tfork -f
 complete -c tfork -n '__tfork_at \'\'' -a 'bucket' -d 'Create, change and delete buckets'
 complete -c tfork -n '__tfork_at \'\'' -a 'completion' -d 'Print a shell completion script'
+complete -c tfork -n '__tfork_at \'\'' -a 'doctor' -d 'Check credentials, endpoint, TLS, clock and key; --probe asks the s...'
 complete -c tfork -n '__tfork_at \'\'' -a 'fork' -d 'Create, inspect and use forks of a bucket'
 complete -c tfork -n '__tfork_at \'\'' -a 'help' -d 'Show the help of tfork, or of a command'
 complete -c tfork -n '__tfork_at \'\'' -a 'mcp' -d 'Run an MCP server that lets agents make, use and remove forks'
@@ -131,6 +134,8 @@ complete -c tfork -n '__tfork_at \'bucket ls\'' -l tree -d 'Draw the fork tree o
 complete -c tfork -n '__tfork_at \'bucket rm\'' -l force -d 'Delete the contents too'
 complete -c tfork -n '__tfork_at \'bucket set\'' -l snapshots -x -a 'on off' -d 'on or off'
 complete -c tfork -n '__tfork_at \'completion\'' -a 'bash zsh fish'
+complete -c tfork -n '__tfork_at \'doctor\'' -l probe -d 'Also probe the service\'s open behaviours on a throwaway bucket, for...'
+complete -c tfork -n '__tfork_at \'doctor\'' -l wait -x -d 'Seconds to wait at most for a setting or a listing to show'
 complete -c tfork -n '__tfork_at \'fork\'' -a 'create' -d 'Snapshot SOURCE once, then create N forks of it and one scoped acce...'
 complete -c tfork -n '__tfork_at \'fork\'' -a 'diff' -d 'What an agent changed: FORK against its source at the fork\'s snapshot'
 complete -c tfork -n '__tfork_at \'fork\'' -a 'env' -d 'Print one agent\'s whole environment: its fork, key and endpoints, a...'

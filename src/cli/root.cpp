@@ -7,6 +7,7 @@
 #include "tfork/cli/values.hpp"
 #include "tfork/commands/bucket.hpp"
 #include "tfork/commands/completion.hpp"
+#include "tfork/commands/doctor.hpp"
 #include "tfork/commands/fork.hpp"
 #include "tfork/commands/mcp.hpp"
 #include "tfork/commands/run.hpp"
@@ -250,11 +251,17 @@ void register_commands(CLI::App& app, Context& context, std::string_view only) {
   };
   // Names that need every command built (help, completion) are not in this list's `only`.
   static constexpr Command k_commands[] = {
-      {"bucket", commands::register_bucket},     {"completion", commands::register_completion},
-      {"fork", commands::register_fork},         {"help", register_help},
-      {"mcp", commands::register_mcp},           {"run", commands::register_run},
-      {"serve", commands::register_serve},       {"snapshot", commands::register_snapshot},
-      {"teardown", commands::register_teardown}, {"version", commands::register_version},
+      {"bucket", commands::register_bucket},
+      {"completion", commands::register_completion},
+      {"doctor", commands::register_doctor},
+      {"fork", commands::register_fork},
+      {"help", register_help},
+      {"mcp", commands::register_mcp},
+      {"run", commands::register_run},
+      {"serve", commands::register_serve},
+      {"snapshot", commands::register_snapshot},
+      {"teardown", commands::register_teardown},
+      {"version", commands::register_version},
   };
   const bool one =
       only != "help" && only != "completion" &&
