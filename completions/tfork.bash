@@ -3,7 +3,7 @@
 
 _tfork_subcommands() {
   case "$1" in
-    '') echo 'bucket completion fork help mcp run serve snapshot teardown version' ;;
+    '') echo 'bucket completion doctor fork help mcp run serve snapshot teardown version' ;;
     'bucket') echo 'create ls rm set' ;;
     'fork') echo 'create diff env exec head ls merge rebase' ;;
     'mcp') echo 'config install' ;;
@@ -18,6 +18,7 @@ _tfork_options() {
     'bucket ls') echo '--forks-of --tree' ;;
     'bucket rm') echo '--force' ;;
     'bucket set') echo '--snapshots' ;;
+    'doctor') echo '--probe --wait' ;;
     'fork create') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --expires-in --manifest --keep-partial --exist-ok --add' ;;
     'fork diff') echo '--prefix --stat --against-parent' ;;
     'fork env') echo '--manifest --format' ;;
@@ -40,6 +41,7 @@ _tfork_value_options() {
     '') echo '-o --output --endpoint-url --iam-endpoint-url --profile --region --ca-bundle --concurrency --max-attempts --connect-timeout --read-timeout --progress' ;;
     'bucket ls') echo '--forks-of' ;;
     'bucket set') echo '--snapshots' ;;
+    'doctor') echo '--wait' ;;
     'fork create') echo '-n --count --prefix --snapshot --snapshot-name --keys --expires-in --manifest --add' ;;
     'fork diff') echo '--prefix' ;;
     'fork env') echo '--manifest --format' ;;
