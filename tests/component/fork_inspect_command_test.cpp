@@ -177,16 +177,30 @@ TEST_CASE("fork ls: an old gateway without ForkInfo → the full listing, filter
 TEST_CASE("fork ls: no forks is an empty list, after checking that the source exists",
           "[fork][ls]") {
   int head_status = 200;
+  int snapshots_status = 200;
   FakeTransport transport([&](const http::Request& request) -> http::Result {
     if (request.method == "HEAD") return ok(head_status);
+    if (http::find_header(request.headers, "X-Tigris-Snapshot"))
+      return snapshots_status == 200
+                 ? ok(200, {},
+                      "<ListAllMyBucketsResult><Buckets></Buckets></ListAllMyBucketsResult>")
+                 : ok(snapshots_status);
     return ok(200, {}, R"({"Buckets":{"Bucket":null}})");
   });
   tigris::Client client(settings(), transport, fixed_clock());
-  const auto result = fork_cmd::run_fork_ls(client, "src");
+  // The source's snapshots listed: it exists, and no HeadBucket is needed.
+  auto result = fork_cmd::run_fork_ls(client, "src");
   CHECK(fork_cmd::to_json(result).dump() == R"({"source":"src","forks":[]})");
-  REQUIRE(transport.requests.size() == 2);
-  CHECK(transport.requests[1].method == "HEAD");
-  CHECK(path_of(transport.requests[1]) == "/src");
+  CHECK(std::ranges::none_of(transport.requests,
+                             [](const auto& request) { return request.method == "HEAD"; }));
+  // They could not be listed: HeadBucket tells "no forks" from "no such bucket".
+  snapshots_status = 404;
+  transport.requests.clear();
+  result = fork_cmd::run_fork_ls(client, "src");
+  CHECK(fork_cmd::to_json(result).dump() == R"({"source":"src","forks":[]})");
+  REQUIRE(transport.requests.size() == 3);
+  CHECK(transport.requests[2].method == "HEAD");
+  CHECK(path_of(transport.requests[2]) == "/src");
 
   head_status = 404;
   CHECK(failure_kind([&] { fork_cmd::run_fork_ls(client, "src"); }) == ErrorKind::not_found);

@@ -44,11 +44,11 @@ py "$WORK/ls.json" \
 tf fork ls "$SRC" >"$WORK/ls.txt"
 py "$WORK/ls.txt" \
   'lines = t.splitlines()' \
-  'assert lines[0].split() == ["BUCKET", "SNAPSHOT", "CREATED"], lines[0]' \
+  'assert lines[0].split() == ["BUCKET", "SNAPSHOT", "CREATED", "EXPIRES"], lines[0]' \
   'assert [l.split()[0] for l in lines[1:]] == ["run-%d" % i for i in range(1, 12)], lines' \
-  'col = lines[0].index("CREATED")' \
-  'assert all(TABLE_TIME.fullmatch(l[col:]) for l in lines[1:]), lines' \
-  'assert "T" not in "".join(l[col:] for l in lines[1:]) and "Z" not in t, t'
+  'col, end = lines[0].index("CREATED"), lines[0].index("EXPIRES")' \
+  'assert all(TABLE_TIME.fullmatch(l[col:end].rstrip()) for l in lines[1:]), lines' \
+  'assert "T" not in "".join(l[col:end] for l in lines[1:]) and "Z" not in t, t'
 # The server's own time, cut to the second, is what the table shows (UTC).
 py "$WORK/ls.json" \
   'open(sys.argv[1] + ".first", "w").write(d["forks"][0]["created"])'
