@@ -32,22 +32,18 @@ object_in() {
   s3 GET "/$1/$2"
   if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
 }
-put_object() { # put_object BUCKET KEY TEXT
-  s3 PUT "/$1/$2" --body "$3"
-  check_status 200
-}
 
 # ---- a source whose one object changes between snapshots
 
 step "setup: src, two snapshots named base and one named other, one object changing"
 expect_rc "bucket create src" 0 tf bucket create src --snapshots
-put_object src a.txt one
+put src a.txt one
 expect_rc "snapshot take base (1)" 0 tf snapshot take src --name base
 first=$(stdout)
-put_object src a.txt two
+put src a.txt two
 expect_rc "snapshot take base (2)" 0 tf snapshot take src --name base
 second=$(stdout)
-put_object src a.txt three
+put src a.txt three
 expect_rc "snapshot take other" 0 tf snapshot take src --name other
 [[ "$first" =~ ^[0-9]+$ && "$second" =~ ^[0-9]+$ ]] || fail "snapshot versions: [$first] [$second]"
 ((second > first + 1)) || fail "the two snapshots are too close to have a point between them"
@@ -182,7 +178,7 @@ check_eq "src untouched" three "$(object_in src a.txt)"
 
 step "setup: a fork m-1 of src that wrote merged.txt"
 expect_rc "fork create m" 0 tf fork create src m-1 --keys none -q
-put_object m-1 merged.txt "from m-1"
+put m-1 merged.txt "from m-1"
 
 step "fork merge on a terminal: the question names both buckets; 'n' changes nothing"
 answer_on_pty n fork merge m-1

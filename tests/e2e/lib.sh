@@ -349,6 +349,18 @@ bucket_status() {
   printf '%s' "$S3_STATUS"
 }
 key_of() { json_get "[f['access_key_id'] + ':' + f['secret_access_key'] for f in d['forks'] if f['bucket'] == '$2'][0]" <"$1"; }
+# put BUCKET KEY TEXT stores TEXT as the root key (200 or the test fails); body BUCKET KEY
+# [VERSION] is the object's text (at that snapshot version), or <STATUS> when it is not 200.
+put() {
+  s3 PUT "/$1/$2" --body "$3"
+  check_status 200
+}
+body() {
+  local -a at=()
+  [[ -n "${3:-}" ]] && at=(-H "X-Tigris-Snapshot-Version: $3")
+  s3 GET "/$1/$2" "${at[@]}"
+  if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
+}
 
 random_file() { # random_file PATH BYTES
   head -c "$2" /dev/urandom >"$1"

@@ -22,16 +22,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-put() { # put BUCKET KEY TEXT
-  s3 PUT "/$1/$2" --body "$3"
-  check_status 200
-}
-body() { # body BUCKET KEY [VERSION]: the text, or <STATUS>
-  local -a at=()
-  [[ -n "${3:-}" ]] && at=(-H "X-Tigris-Snapshot-Version: $3")
-  s3 GET "/$1/$2" "${at[@]}"
-  if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
-}
 # listing BUCKET PREFIX: "key etag last-modified" per line, in key order.
 listing() {
   s3 GET "/$1?list-type=2&max-keys=1000&prefix=${2//\//%2F}"

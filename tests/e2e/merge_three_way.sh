@@ -16,15 +16,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-put() { # put BUCKET KEY TEXT
-  s3 PUT "/$1/$2" --body "$3"
-  check_status 200
-}
-body() { # body BUCKET KEY: the text, or <STATUS>
-  s3 GET "/$1/$2"
-  if [[ "$S3_STATUS" == 200 ]]; then printf '%s' "$S3_BODY"; else printf '<%s>' "$S3_STATUS"; fi
-}
-
 step "setup: a dataset, a fork of it, and changes on both sides"
 expect_rc "bucket create data" 0 tf bucket create data --snapshots
 for k in a b c d g; do put data "$k.txt" "$k-base"; done

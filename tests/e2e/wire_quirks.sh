@@ -17,10 +17,6 @@ OUT="$WORK/out"
 mkdir -p "$OUT"
 cd "$WORK"
 
-put() { # put BUCKET KEY TEXT
-  s3 PUT "/$1/$2" --body "$3"
-  check_status 200
-}
 serve_with() { # serve_with LABEL SERVE-ARGS...
   stop_server
   DATA_DIR="$WORK/data-$1"
