@@ -54,7 +54,7 @@ bool has_unsupported_subresource(const Target& target) {
   return false;
 }
 
-Response dispatch_s3(Context& context) {
+Reply dispatch_s3(Context& context) {
   const auto& method = context.request.method;
   const auto& target = context.target;
   if (method == "GET" && target.has_key && target.has("tagging")) {
@@ -390,9 +390,31 @@ std::unique_ptr<BodyReceiver> Handler::receiver(const Request& head, const Admis
   return std::make_unique<BodyReceiver>(std::move(plan));
 }
 
-Response Handler::finish(const Request& head, const Admission& admission, DecodedBody body) {
-  if (admission.auth) return *run(head, admission, std::move(body));
-  // The deferred IAM case: the signature covers the body's hash.
+Reply Handler::run(const Request& head, const Admission& admission, DecodedBody body) {
+  if (!admission.auth) return run_signed_by_body(head, admission, std::move(body));
+  const auto keys = key_lookup();
+  ErrorForm form{admission.json, false};  // answer() reads it as `produce` left it
+  return answer(head, admission, form, [&]() -> Reply {
+    auto checksums = verify_integrity(head, body);
+    if (!checksums) fail(std::move(checksums.error()));
+    form.iam = is_iam_request(head, admission.target, body.data);
+    form.json = form.json || form.iam;
+    Context context{head,
+                    admission.target,
+                    store_,
+                    admission.auth->principal,
+                    std::move(body),
+                    std::move(*checksums),
+                    admission.now,
+                    variance_,
+                    &keys};
+    if (form.iam) return iam_dispatch(context);
+    return dispatch_s3(context);
+  });
+}
+
+Reply Handler::run_signed_by_body(const Request& head, const Admission& admission,
+                                  DecodedBody body) {
   Request whole = head;
   whole.body = std::move(body.data);
   auto auth =
@@ -405,71 +427,51 @@ Response Handler::finish(const Request& head, const Admission& admission, Decode
     if (auto query = parse_query(admission.target.wire_query, /*plus_is_space=*/true))
       authenticated.target.query = std::move(*query);
   }
+  // An IAM call is answered at once (it never prepares a PendingWrite that would outlive
+  // `whole` and `authenticated`); a pending write here would be a bug, answered as one.
   DecodedBody kept;
   kept.data = whole.body;
-  return *run(whole, authenticated, std::move(kept));
+  auto reply = run(whole, authenticated, std::move(kept));
+  if (std::holds_alternative<Response>(reply)) return reply;
+  spdlog::error("{} {}: a body-signed request prepared a store write", head.method,
+                loggable_target(head.target));
+  return reject(head, &admission, make_error(Err::internal_error));
 }
 
-bool Handler::can_start(const Request& head, const Admission& admission,
-                        const DecodedBody& body) const {
-  // dispatch_s3 sends such a request to put_object (or refuses it before any write).
-  return admission.auth && admission.object_body && head.method == "PUT" && !body.file &&
-         !admission.target.has("uploadId") && !admission.target.has("partNumber");
+void Handler::commit(const Request& head, const Admission& admission, PendingWrite write,
+                     std::function<void(Response)> answered) {
+  const ErrorForm form{admission.json, false};
+  store_.put_object_async(
+      write.bucket, write.key, std::move(write.object),
+      [this, &head, &admission, form, bucket = write.bucket, key = write.key,
+       answered = std::move(answered)](store::Result<store::ObjectInfo> written) {
+        auto reply = answer(head, admission, form, [&]() -> Reply {
+          return put_written(check(std::move(written), bucket, key));
+        });
+        answered(std::get<Response>(std::move(reply)));
+      },
+      std::move(write.conditions));
 }
 
-// The Later of a started request: answers it as run() would have.
-class Handler::Pending final : public Later {
- public:
-  Pending(Handler& handler, const Request& request, const Admission& admission,
-          std::function<void(Response)> done)
-      : handler_(handler), request_(request), admission_(admission), done_(std::move(done)) {}
-
-  void finish(const std::function<Response()>& produce) override {
-    done_(*handler_.answer(request_, admission_, ErrorForm{admission_.json, false},
-                           [&] { return std::optional<Response>(produce()); }));
-  }
-
- private:
-  Handler& handler_;
-  const Request& request_;
-  const Admission& admission_;
-  std::function<void(Response)> done_;
-};
-
-void Handler::start(const Request& head, const Admission& admission, DecodedBody body,
-                    std::function<void(Response)> done) {
-  auto pending = std::make_shared<Pending>(*this, head, admission, done);
-  if (auto response = run(head, admission, std::move(body), std::move(pending))) {
-    done(std::move(*response));
-  }
+bool Handler::may_wait(const Request& head, const Admission& admission,
+                       const DecodedBody& body) const {
+  if (head.method == "GET" || head.method == "HEAD") return false;  // reads never wait
+  // dispatch_s3 sends a PutObject with a body in memory to put_object, which only prepares
+  // its write (or refuses the request after reads alone). A body in a file is adopted as a
+  // blob first: file system work that may wait.
+  const bool prepares_only = admission.auth && admission.object_body && head.method == "PUT" &&
+                             !body.file && !admission.target.has("uploadId") &&
+                             !admission.target.has("partNumber");
+  return !prepares_only;
 }
 
-std::optional<Response> Handler::run(const Request& request, const Admission& admission,
-                                     DecodedBody body, std::shared_ptr<Later> later) {
-  const auto keys = key_lookup();
-  ErrorForm form{admission.json, false};  // answer() reads it as `produce` left it
-  return answer(request, admission, form, [&]() -> std::optional<Response> {
-    auto checksums = verify_integrity(request, body);
-    if (!checksums) fail(std::move(checksums.error()));
-    form.iam = is_iam_request(request, admission.target, body.data);
-    form.json = form.json || form.iam;
-    Context context{
-        request,         admission.target,      store_,        admission.auth->principal,
-        std::move(body), std::move(*checksums), admission.now, variance_,
-        &keys,           std::move(later),      false};
-    auto response = form.iam ? iam_dispatch(context) : dispatch_s3(context);
-    if (context.deferred) return std::nullopt;
-    return response;
-  });
-}
-
-std::optional<Response> Handler::answer(const Request& request, const Admission& admission,
-                                        const ErrorForm& form,
-                                        const std::function<std::optional<Response>()>& produce) {
-  std::optional<Response> response;
+Reply Handler::answer(const Request& request, const Admission& admission, const ErrorForm& form,
+                      const std::function<Reply()>& produce) {
+  Response response;
   try {
-    response = produce();
-    if (!response) return std::nullopt;
+    auto reply = produce();
+    if (auto* write = std::get_if<PendingWrite>(&reply)) return std::move(*write);
+    response = std::get<Response>(std::move(reply));
   } catch (const S3Exception& e) {
     log_error(request, e.error());
     response = form.iam && variance_.has(Quirk::iam_message_errors)
@@ -482,30 +484,28 @@ std::optional<Response> Handler::answer(const Request& request, const Admission&
     response = error_response(make_error(Err::internal_error), request, &admission.target,
                               form.json, admission.request_id);
   }
-  stamp(*response, admission.request_id);
+  stamp(response, admission.request_id);
   return response;
+}
+
+Response Handler::settle(const Request& head, const Admission& admission, Reply reply) {
+  if (auto* response = std::get_if<Response>(&reply)) return std::move(*response);
+  std::promise<Response> answered;
+  auto response = answered.get_future();
+  commit(head, admission, std::get<PendingWrite>(std::move(reply)),
+         [&answered](Response done) { answered.set_value(std::move(done)); });
+  return response.get();
 }
 
 Response Handler::handle(const Request& request) {
   auto admission = admit(request);
   if (!admission) return std::move(admission.error());
-  std::optional<DecodedBody> body;
-  if (admission->auth) {
-    auto read = read_payload(request, *admission->auth);
-    if (!read) return reject(request, &*admission, read.error());
-    body = std::move(*read);
-  } else {
-    body.emplace();
-    body->data = request.body;
-  }
-  if (can_start(request, *admission, *body)) {  // the socket layer's road, waited for here
-    std::promise<Response> answered;
-    auto response = answered.get_future();
-    start(request, *admission, std::move(*body),
-          [&answered](Response done) { answered.set_value(std::move(done)); });
-    return response.get();
-  }
-  return finish(request, *admission, std::move(*body));
+  auto body_receiver = receiver(request, *admission);
+  if (auto fed = body_receiver->feed(request.body); !fed)
+    return reject(request, &*admission, fed.error());
+  auto body = body_receiver->finish();
+  if (!body) return reject(request, &*admission, body.error());
+  return settle(request, *admission, run(request, *admission, std::move(*body)));
 }
 
 }  // namespace tfork::server

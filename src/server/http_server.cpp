@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // The socket layer of `tfork serve` over GNU libmicrohttpd (see http_server.hpp for why).
 //
-// Per request, libmicrohttpd calls on_request several times on the connection's event thread:
+// Every request takes the Handler's one road (handler.hpp); this layer only moves bytes and
+// chooses threads. libmicrohttpd calls on_request several times on the connection's event
+// thread:
 //   1. once the head has arrived (no body read yet, no 100-continue sent): fault injection,
 //      then Handler::admit authenticates from the head; an error is answered right there;
 //   2. for each piece of body: fed to the Handler's BodyReceiver (a file or a small buffer);
-//   3. once the body is complete: Handler::finish, and the response is queued. A request that
-//      may change the store (any method but GET and HEAD) does not run inline: it may wait for
-//      the store's group commit, and an event thread that waited would stall every other
-//      connection it serves. Its connection is suspended, and either
-//      - a small PutObject (Handler::can_start) runs up to its store write on the event thread
-//        and queues the write; the store's committer thread makes the response after the
-//        commit (Handler::start), so no thread sleeps for it; or
-//      - any other write runs on a writer thread.
-//      Event threads stay few (one per core) and never sleep in the store; reads run inline.
+//   3. once the body is complete: Handler::run. Event threads stay few (one per core) and must
+//      never sleep in the store, so a request whose run may wait for it (Handler::may_wait: a
+//      write other than a PutObject with its body in memory) runs on a writer thread, its
+//      connection suspended. A run that gives a PendingWrite hands it to Handler::commit: the
+//      store's committer thread hands the response back after the group commit, and no thread
+//      sleeps for it. Reads and small PUTs thus run on the event thread.
+//   4. after a hand-off, once the connection is resumed: the response is queued.
 // The raw request target comes from the URI log callback (before any unescaping), and header
 // values are taken as received: nothing is decoded before the signature is checked.
 //
@@ -49,6 +49,7 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 namespace tfork::server {
@@ -93,15 +94,10 @@ struct Exchange {
   std::unique_ptr<BodyReceiver> receiver;
   std::optional<S3Error> body_error;  // found while the body streamed; answered at its end
   std::uint64_t discarded = 0;
-  // An injected failure, answered after the delay; or the response a writer thread made.
+  // An injected failure, answered after the delay; or the response handed back.
   std::optional<Response> ready;
   bool handed_off = false;  // to a writer thread or the store: counted in Impl::unsent
 };
-
-// Whether a request runs on a writer thread (see the top of this file).
-bool may_write(const Request& head) {
-  return head.method != "GET" && head.method != "HEAD";
-}
 
 // Requests of this event thread whose request line has arrived but whose head is not yet
 // complete. libmicrohttpd refuses a malformed Content-Length itself, before the access
@@ -292,19 +288,19 @@ struct HttpServer::Impl {
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
 
-  // Writer threads: requests that may change the store, each with its connection suspended
-  // until its response is ready. Jobs already queued are finished before the threads end.
-  // Started requests (Handler::start) hold no thread: `started` counts those whose response
-  // the store's committer has yet to hand back. `unsent` counts the requests handed off
-  // either way whose response is not sent yet.
+  // Writer threads: requests whose run may wait for the store (Handler::may_wait), each with
+  // its connection suspended until its response is ready. Jobs already queued are finished
+  // before the threads end. A pending write (Handler::commit) holds no thread. `awaiting`
+  // counts the requests handed off (to a writer or to the store's committer) and not yet
+  // handed back; `unsent` those whose response is not sent yet.
   std::mutex work_mutex;
   std::condition_variable work_wake;
   std::deque<std::function<void()>> work;
   bool work_stop = false;
   std::vector<std::thread> writers;
-  unsigned started = 0;
+  unsigned awaiting = 0;
   unsigned unsent = 0;
-  std::condition_variable drained;  // `started` or `unsent` reached 0
+  std::condition_variable drained;  // `awaiting` or `unsent` reached 0
 
   Impl(Handler& h, FaultInjector& f, HttpLimits l) : handler(h), faults(f), limits(l) {}
 
@@ -331,12 +327,12 @@ struct HttpServer::Impl {
       writer.join();
     writers.clear();
     std::unique_lock lock(work_mutex);
-    drained.wait(lock, [this] { return started == 0; });
+    drained.wait(lock, [this] { return awaiting == 0; });
   }
 
-  // After stop_writers: the responses of writes answered late are queued on connections the
-  // event threads have yet to resume. Waits for them to be sent, up to `grace` (a client that
-  // stops reading does not hold the server).
+  // After stop_writers: the responses handed back late are queued on connections the event
+  // threads have yet to resume. Waits for them to be sent, up to `grace` (a client that stops
+  // reading does not hold the server).
   void wait_for_answers(std::chrono::milliseconds grace) {
     std::unique_lock lock(work_mutex);
     drained.wait_for(lock, grace, [this] { return unsent == 0; });
@@ -347,51 +343,78 @@ struct HttpServer::Impl {
     if (--unsent == 0) drained.notify_all();
   }
 
-  // Hands the request to Handler::start, the connection suspended until the store's committer
-  // hands back the response: no thread waits for the commit. False once the writers are
-  // stopping: the caller runs the request inline.
-  bool start(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
+  // The request leaves its event thread until hand_back: its connection is suspended. False
+  // once the server is stopping (nothing handed off then would be waited for): the caller
+  // finishes the request itself.
+  bool hand_off(MHD_Connection* connection, Exchange& exchange) {
     {
       std::lock_guard lock(work_mutex);
       if (work_stop) return false;
-      ++started;
+      ++awaiting;
       ++unsent;
     }
     exchange.phase = Phase::working;
     exchange.handed_off = true;
     MHD_suspend_connection(connection);
-    handler.start(exchange.head, *exchange.admission, std::move(body),
-                  [this, connection, &exchange](Response response) {
-                    exchange.ready = std::move(response);
-                    MHD_resume_connection(connection);  // the exchange is the event thread's again
-                    std::lock_guard lock(work_mutex);
-                    if (--started == 0) drained.notify_all();
-                  });
     return true;
   }
 
-  // Hands Handler::finish to a writer thread, the connection suspended meanwhile; the
-  // response is queued when libmicrohttpd calls on_request again after the resume
-  // (Phase::working). False once the writers are stopping: the caller runs it inline.
-  bool finish_on_writer(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
-    std::unique_lock lock(work_mutex);
-    if (work_stop) return false;
-    ++unsent;
-    exchange.phase = Phase::working;
-    exchange.handed_off = true;
-    MHD_suspend_connection(connection);
-    work.push_back([this, connection, &exchange, body = std::move(body)]() mutable {
-      try {
-        exchange.ready = handler.finish(exchange.head, *exchange.admission, std::move(body));
-      } catch (const std::exception& e) {  // as on an event thread: logged, connection closed
-        spdlog::error("{} {}: {}", exchange.head.method, loggable_target(exchange.head.target),
-                      e.what());
+  // Any thread: the response of a request handed off (nullopt: it failed, and the connection
+  // closes). After the resume the exchange is the event thread's again, which queues it.
+  void hand_back(MHD_Connection* connection, Exchange& exchange, std::optional<Response> response) {
+    exchange.ready = std::move(response);
+    MHD_resume_connection(connection);
+    std::lock_guard lock(work_mutex);
+    if (--awaiting == 0) drained.notify_all();
+  }
+
+  // The reply of Handler::run, on the thread that ran it (the connection handed off): a
+  // response goes back at once, a pending write when the store's committer has done it.
+  void deliver(MHD_Connection* connection, Exchange& exchange, Reply reply) {
+    if (auto* write = std::get_if<PendingWrite>(&reply)) {
+      handler.commit(exchange.head, *exchange.admission, std::move(*write),
+                     [this, connection, &exchange](Response response) {
+                       hand_back(connection, exchange, std::move(response));
+                     });
+      return;
+    }
+    hand_back(connection, exchange, std::get<Response>(std::move(reply)));
+  }
+
+  // The body has arrived: Handler::run, inline when it cannot wait for the store, else on a
+  // writer thread. The response to queue now, or nullopt when the request was handed off (its
+  // response is queued once the connection resumes). While the server stops, nothing is handed
+  // off any longer: the request is settled inline.
+  std::optional<Response> run(MHD_Connection* connection, Exchange& exchange, DecodedBody& body) {
+    const auto& head = exchange.head;
+    const auto& admission = *exchange.admission;
+    if (handler.may_wait(head, admission, body)) {
+      if (!hand_off(connection, exchange))
+        return handler.settle(head, admission, handler.run(head, admission, std::move(body)));
+      {
+        std::lock_guard lock(work_mutex);
+        work.push_back([this, connection, &exchange, body = std::move(body)]() mutable {
+          std::optional<Reply> reply;
+          try {
+            reply = handler.run(exchange.head, *exchange.admission, std::move(body));
+          } catch (const std::exception& e) {  // as on an event thread: logged, closed
+            spdlog::error("{} {}: {}", exchange.head.method, loggable_target(exchange.head.target),
+                          e.what());
+          }
+          if (reply)
+            deliver(connection, exchange, std::move(*reply));
+          else
+            hand_back(connection, exchange, std::nullopt);
+        });
       }
-      MHD_resume_connection(connection);
-    });
-    lock.unlock();
-    work_wake.notify_one();
-    return true;
+      work_wake.notify_one();
+      return std::nullopt;
+    }
+    auto reply = handler.run(head, admission, std::move(body));
+    if (auto* response = std::get_if<Response>(&reply)) return std::move(*response);
+    if (!hand_off(connection, exchange)) return handler.settle(head, admission, std::move(reply));
+    deliver(connection, exchange, std::move(reply));
+    return std::nullopt;
   }
 
   void run_timers() {
@@ -634,17 +657,10 @@ struct HttpServer::Impl {
         exchange.phase = Phase::done;
         if (!exchange.body_error) {
           auto body = exchange.receiver->finish();
-          if (body && may_write(exchange.head)) {
-            if (handler.can_start(exchange.head, *exchange.admission, *body)
-                    ? start(connection, exchange, *body)
-                    : finish_on_writer(connection, exchange, *body)) {
-              return MHD_YES;
-            }
-          }
           if (body) {
-            return queue(connection,
-                         handler.finish(exchange.head, *exchange.admission, std::move(*body)),
-                         head_request);
+            auto response = run(connection, exchange, *body);
+            if (!response) return MHD_YES;
+            return queue(connection, std::move(*response), head_request);
           }
           exchange.body_error = std::move(body.error());
         }

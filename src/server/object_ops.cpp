@@ -362,9 +362,7 @@ void check_write_conditions(const Context& context, const store::WriteConditions
   check(store::check_conditions(conditions, etag), bucket, key);
 }
 
-namespace {
-
-Response put_response(const store::ObjectInfo& info) {
+Response put_written(const store::ObjectInfo& info) {
   Response response;
   response.set_header("ETag", quote_etag(info.etag));
   for (const auto& [algorithm, value] : info.checksums) {
@@ -373,9 +371,7 @@ Response put_response(const store::ObjectInfo& info) {
   return response;
 }
 
-}  // namespace
-
-Response put_object(Context& context) {
+PendingWrite put_object(Context& context) {
   const auto& bucket = context.target.bucket;
   const auto& key = context.target.key;
   require(context, bucket, Access::write);
@@ -387,26 +383,14 @@ Response put_object(Context& context) {
   auto conditions = write_conditions(context);
   if (context.body.file || !conditions.empty()) check(context.store.head_bucket(bucket), bucket);
   check_write_conditions(context, conditions);
-  store::NewObject object;
-  object.content_type = content_type_of(context.request);
-  object.user_meta = user_metadata(context.request);
-  object.checksums = context.checksums;
+  PendingWrite write{bucket, key, {}, std::move(conditions)};
+  write.object.content_type = content_type_of(context.request);
+  write.object.user_meta = user_metadata(context.request);
+  write.object.checksums = context.checksums;
   auto stored = store_body(context);
-  object.etag = std::move(stored.etag);
-  object.parts.push_back(stored.blob);
-  if (context.later) {
-    context.deferred = true;
-    context.store.put_object_async(
-        bucket, key, std::move(object),
-        [later = context.later, bucket, key](store::Result<store::ObjectInfo> written) {
-          later->finish([&] { return put_response(check(std::move(written), bucket, key)); });
-        },
-        std::move(conditions));
-    return {};
-  }
-  return put_response(
-      check(context.store.put_object(bucket, key, std::move(object), std::move(conditions)), bucket,
-            key));
+  write.object.etag = std::move(stored.etag);
+  write.object.parts.push_back(stored.blob);
+  return write;
 }
 
 Response get_object(Context& context) {

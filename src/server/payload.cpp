@@ -90,16 +90,6 @@ BodyPlan plan_body(const Request& request, const Authenticated& auth, bool to_fi
   return plan;
 }
 
-std::expected<DecodedBody, S3Error> read_payload(const Request& request,
-                                                 const Authenticated& auth) {
-  // A whole body handed to the pure handler (tests) is already in memory: no 1 MiB bound.
-  auto plan = plan_body(request, auth, false, {});
-  plan.max_size = k_max_object_body;
-  BodyReceiver receiver(std::move(plan));
-  if (auto fed = receiver.feed(request.body); !fed) return std::unexpected(fed.error());
-  return receiver.finish();
-}
-
 std::expected<store::Metadata, S3Error> verify_integrity(const Request& request,
                                                          const DecodedBody& body) {
   if (const auto* content_md5 = request.header("content-md5")) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The pure request handler of `tfork serve` (style.md #8): a Request in, a Response out,
-// over a Store. No sockets, no global state; tests and the fault injection of the socket
-// layer wrap it.
+// The pure request handler of `tfork serve` (style.md #8): a Request in, a reply out, over a
+// Store. No sockets, no threads, no global state; the socket layer and tests drive it the same
+// way.
 
 #include "tfork/rules/redaction.hpp"
 #include "tfork/server/auth.hpp"
@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace tfork::server {
 
@@ -43,53 +44,68 @@ struct Admission {
   bool object_body = false;  // PutObject / UploadPart: the body streams to a file
 };
 
-class Later;  // operations.hpp
+// A store write that an operation prepared and did not wait for: a PutObject. It carries
+// everything the write depends on, its conditions included, into the store's transaction,
+// where they are judged (style.md, "One road per request").
+struct PendingWrite {
+  std::string bucket;
+  std::string key;
+  store::NewObject object;
+  store::WriteConditions conditions;
+};
 
-// A request is handled in two steps so that the socket layer can authenticate from the head
-// before it reads (or asks with 100-continue for) any body, and stream the body in bounded
-// memory: admit(head) -> receiver(head, admission) fed with the body -> finish(...).
-// handle() does all three with a body already in memory (a small PutObject through start(),
-// as the socket layer runs it, waiting for its answer).
+// What running a request gives: its response now, or its pending store write.
+using Reply = std::variant<Response, PendingWrite>;
+
+// One road for every request, the same for the socket layer and for tests:
+//   admit(head) -> receiver(head, admission), fed the body -> run(head, admission, body)
+//     -> Response, or PendingWrite -> commit(head, admission, write, answered)
+//     -> answered(Response).
+// The head is authenticated before any body is read (or 100-continue sent), and the body
+// streams in bounded memory. The handler knows no threads: which thread calls run() is the
+// socket layer's choice, told by may_wait().
 class Handler {
  public:
   Handler(store::Store& store, HandlerOptions options);
-  Response handle(const Request& request);
 
   // From the head alone (its body is not looked at): the target is parsed, the signature
   // verified (O(1) work whatever the body) and the declared length checked. An error comes
   // back as the response to send.
   std::expected<Admission, Response> admit(const Request& head);
-  // Where the body goes: a file in the store's tmp_dir() for object bodies, else memory
+  // Where the body goes: a file in the store's tmp_dir() for large object bodies, else memory
   // (1 MiB at most).
   std::unique_ptr<BodyReceiver> receiver(const Request& head, const Admission& admission);
-  // Runs the operation with the received body.
-  Response finish(const Request& head, const Admission& admission, DecodedBody body);
-  // Whether start() may take the request: a PutObject whose body is in memory. Its only wait is
-  // the store's group commit, which it need not wait for on a thread of its own.
-  bool can_start(const Request& head, const Admission& admission, const DecodedBody& body) const;
-  // Runs such a request up to its store write, which joins the next group commit: `done` gets
-  // the response on the store's committer thread, or before start returns when the request
-  // fails first. `head` and `admission` must outlive the call of `done`.
-  void start(const Request& head, const Admission& admission, DecodedBody body,
-             std::function<void(Response)> done);
+  // Runs the operation with the received body. An error it meets is its error response.
+  Reply run(const Request& head, const Admission& admission, DecodedBody body);
+  // Queues a pending write into the store's next group commit; `answered` gets the response on
+  // the store's committer thread (or before commit returns, for a write refused at once).
+  // `head` and `admission` must outlive the call of `answered`.
+  void commit(const Request& head, const Admission& admission, PendingWrite write,
+              std::function<void(Response)> answered);
+  // Whether run() may wait for the store (any write but a PendingWrite's, which run() only
+  // prepares): a thread that serves other connections must not call it then.
+  bool may_wait(const Request& head, const Admission& admission, const DecodedBody& body) const;
   // The response for an error found while the body was received (or before admission).
   Response reject(const Request& head, const Admission* admission, const S3Error& error);
 
+  // The response of a reply: a pending write is committed and waited for (the calling thread
+  // sleeps until the group commit).
+  Response settle(const Request& head, const Admission& admission, Reply reply);
+  // The whole road for a request whose body is already in memory: admit, receive, run, settle.
+  Response handle(const Request& request);
+
  private:
-  class Pending;
   // How errors are answered, settled while the request runs (an IAM call is known by its body).
   struct ErrorForm {
     bool json = false;
     bool iam = false;
   };
-  // Runs the operation; nullopt when it was handed to `later` (Context::deferred).
-  std::optional<Response> run(const Request& request, const Admission& admission, DecodedBody body,
-                              std::shared_ptr<Later> later = nullptr);
-  // The response `produce` makes, or the error response for what it throws; stamped with the
-  // request id. nullopt when `produce` gives none (a deferred operation).
-  std::optional<Response> answer(const Request& request, const Admission& admission,
-                                 const ErrorForm& form,
-                                 const std::function<std::optional<Response>()>& produce);
+  // The reply `produce` makes, or the error response for what it throws; a response is
+  // stamped with the request id.
+  Reply answer(const Request& request, const Admission& admission, const ErrorForm& form,
+               const std::function<Reply()>& produce);
+  // The deferred IAM case: the signature covers the body's hash.
+  Reply run_signed_by_body(const Request& head, const Admission& admission, DecodedBody body);
   KeyLookup key_lookup();
 
   store::Store& store_;

@@ -2,12 +2,13 @@
 #pragma once
 // Internal to the handler: the per-request context and one function per operation, split
 // into files by concept (bucket_ops, object_ops, multipart_ops, listing_ops, iam_ops).
-// Operations throw S3Exception (errors.hpp); Handler::handle turns it into an error body.
+// Operations throw S3Exception (errors.hpp); Handler::run turns it into an error body.
 
 #include "tfork/rules/bucket_name.hpp"
 #include "tfork/server/auth.hpp"
 #include "tfork/server/body.hpp"
 #include "tfork/server/errors.hpp"
+#include "tfork/server/handler.hpp"
 #include "tfork/server/http_types.hpp"
 #include "tfork/server/payload.hpp"
 #include "tfork/server/principal.hpp"
@@ -17,7 +18,6 @@
 
 #include <chrono>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,16 +25,6 @@
 #include <utility>
 
 namespace tfork::server {
-
-// The end of a request that waits for the store's group commit without holding a thread
-// (Handler::start): `finish` makes the response once the write is done, on the store's
-// committer thread, as Handler::run would have (an S3 error `produce` throws becomes the
-// error response).
-class Later {
- public:
-  virtual ~Later() = default;
-  virtual void finish(const std::function<Response()>& produce) = 0;
-};
 
 struct Context {
   const Request& request;
@@ -47,10 +37,6 @@ struct Context {
   Variance& variance;  // serve --quirks / --consistency-delay (variance.hpp)
   // Every key's secret and principal, root's too (presigning on behalf of a key needs them).
   const KeyLookup* keys = nullptr;
-  // Set by Handler::start. PutObject then queues its write with store.put_object_async, hands
-  // the rest to `later` and sets `deferred`: what it returns is not the response.
-  std::shared_ptr<Later> later;
-  bool deferred = false;
 
   bool is_head() const { return request.method == "HEAD"; }
   const std::string* header(std::string_view name) const { return request.header(name); }
@@ -99,7 +85,9 @@ struct StoredBody {
 StoredBody store_body(Context& context);
 
 // ---- objects (object_ops.cpp)
-Response put_object(Context& context);
+// Prepares the write and leaves it to Handler::commit; put_written answers it once done.
+PendingWrite put_object(Context& context);
+Response put_written(const store::ObjectInfo& info);
 Response get_object(Context& context);  // GET and HEAD
 Response get_object_tagging(Context& context);
 Response delete_object(Context& context);

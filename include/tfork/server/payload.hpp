@@ -29,9 +29,6 @@ std::expected<DecodedBody, S3Error> decode_aws_chunked(std::string_view body,
 BodyPlan plan_body(const Request& request, const Authenticated& auth, bool to_file,
                    const std::filesystem::path& tmp_dir);
 
-// The decoded body of a request whose whole body is in request.body (kept in memory).
-std::expected<DecodedBody, S3Error> read_payload(const Request& request, const Authenticated& auth);
-
 // Checks Content-MD5 and every x-amz-checksum-<algorithm> header or trailer against the body
 // (its data, or the digests computed while it streamed to a file).
 // Returns the verified checksums as (algorithm, base64) pairs, e.g. {"crc32","gtnkmQ=="}, to

@@ -7,7 +7,9 @@
 #include "support.hpp"
 #include <future>
 #include <thread>
+#include <tuple>
 #include <utility>
+#include <variant>
 
 using namespace tfork;
 using namespace tfork::server;
@@ -50,10 +52,11 @@ TEST_CASE("PutObject stores metadata; GetObject and HeadObject return it", "[ser
   CHECK(server.get("/bucket-a/dir/file.txt").status == 404);
 }
 
-// Handler::start, the socket layer's road for a small PutObject: refused before its write, it
-// is answered at once; else once the store's committer has committed (or refused) the row,
-// on that thread, with the same error document and headers as any other response.
-TEST_CASE("a started PutObject is answered by the store's committer after its commit",
+// The road of a small PutObject, as the socket layer takes it: run() prepares the write (a
+// request refused before it is answered at once), and commit() hands the response to the
+// store's committer thread after the commit (or refusal), with the same error document and
+// headers as any other response.
+TEST_CASE("a PutObject's pending write is answered by the store's committer after its commit",
           "[server][objects]") {
   Server server;
   REQUIRE(server.put("/bucket-a").status == 200);
@@ -64,16 +67,23 @@ TEST_CASE("a started PutObject is answered by the store's committer after its co
     std::thread::id thread;
   };
   const auto start = [&](const Request& request) {
-    auto admission = server.handler().admit(request);
+    auto& handler = server.handler();
+    auto admission = handler.admit(request);
     REQUIRE(admission);
-    auto body = read_payload(request, *admission->auth);
+    auto receiver = handler.receiver(request, *admission);
+    REQUIRE(receiver->feed(request.body));
+    auto body = receiver->finish();
     REQUIRE(body);
-    REQUIRE(server.handler().can_start(request, *admission, *body));
+    REQUIRE_FALSE(handler.may_wait(request, *admission, *body));
+    auto reply = handler.run(request, *admission, std::move(*body));
+    if (auto* response = std::get_if<Response>(&reply))
+      return Answer{std::move(*response), std::this_thread::get_id()};
     std::promise<Answer> answered;
     auto answer = answered.get_future();
-    server.handler().start(request, *admission, std::move(*body), [&](Response response) {
-      answered.set_value(Answer{std::move(response), std::this_thread::get_id()});
-    });
+    handler.commit(request, *admission, std::get<PendingWrite>(std::move(reply)),
+                   [&](Response response) {
+                     answered.set_value(Answer{std::move(response), std::this_thread::get_id()});
+                   });
     return answer.get();
   };
 
@@ -103,14 +113,15 @@ TEST_CASE("a started PutObject is answered by the store's committer after its co
   CHECK(stored.response->header("x-amz-request-id"));
   CHECK(Server::body_of(server.get("/bucket-a/k")) == "hello");
 
-  // Everything else runs through finish(): parts, and any other method.
-  for (const auto& [method, target] :
-       {std::pair{"PUT", "/bucket-a/k?partNumber=1&uploadId=u"}, std::pair{"GET", "/bucket-a/k"},
-        std::pair{"DELETE", "/bucket-a/k"}}) {
+  // Reads never wait for the store; parts and the other writes may (a writer thread's work).
+  for (const auto& [method, target, waits] :
+       {std::tuple{"PUT", "/bucket-a/k?partNumber=1&uploadId=u", true},
+        std::tuple{"DELETE", "/bucket-a/k", true}, std::tuple{"POST", "/bucket-a?delete", true},
+        std::tuple{"GET", "/bucket-a/k", false}, std::tuple{"HEAD", "/bucket-a/k", false}}) {
     const auto request = server.sign({.method = method, .target = target});
     auto admission = server.handler().admit(request);
     REQUIRE(admission);
-    CHECK_FALSE(server.handler().can_start(request, *admission, DecodedBody{}));
+    CHECK(server.handler().may_wait(request, *admission, DecodedBody{}) == waits);
   }
 }
 

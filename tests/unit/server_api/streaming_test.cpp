@@ -155,7 +155,8 @@ TEST_CASE("a PutObject body past the database bound is streamed to a file and ad
   REQUIRE(body->file.has_value());
   CHECK(body->file->size == std::ssize(content));
   CHECK(body->file->sha256_hex == crypto::sha256_hex(content));
-  const auto response = server.handler().finish(head, *admission, std::move(*body));
+  const auto response = server.handler().settle(
+      head, *admission, server.handler().run(head, *admission, std::move(*body)));
   INFO(response.body);
   CHECK(response.status == 200);
   CHECK(response.header("ETag") != nullptr);
@@ -180,7 +181,9 @@ TEST_CASE("a small PutObject body stays in memory: no spool file is made", "[ser
   REQUIRE(body.has_value());
   CHECK_FALSE(body->file.has_value());
   CHECK(body->data == content);
-  CHECK(server.handler().finish(head, *admission, std::move(*body)).status == 200);
+  CHECK(server.handler()
+            .settle(head, *admission, server.handler().run(head, *admission, std::move(*body)))
+            .status == 200);
   const auto got = server.get("/bucket-a/small");
   CHECK(got.blob_body.size() == 1);
   CHECK(got.blob_body.front().bytes != nullptr);
