@@ -306,7 +306,7 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "Behave like the real gateway where it differs (comma-separated): "
                    "fork-listing-ignores-header, iam-message-errors, snapshot-token-echo, "
                    "fork-conflict-409, parent-delete-400, settings-delay, snapshot-gone-400, "
-                   "merge-no-version-header (default: none)")
+                   "merge-no-version-header, snapshot-names-verbatim (default: none)")
       ->type_name("LIST");
   command
       ->add_option("--consistency-delay", cli->consistency_delay_ms,

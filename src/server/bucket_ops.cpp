@@ -182,7 +182,7 @@ Response list_snapshots(Context& context, const std::string& bucket) {
 }
 
 // "true" or "true; name=<name>" (tigris-wire §2.3). The name is kept verbatim.
-std::optional<std::string> snapshot_name(std::string_view value) {
+std::optional<std::string> snapshot_name(const Context& context, std::string_view value) {
   value = ascii::trim(value);
   if (value.size() < 4 || !iequals(value.substr(0, 4), "true")) {
     fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
@@ -201,6 +201,11 @@ std::optional<std::string> snapshot_name(std::string_view value) {
   // Stored, then answered in every listing: a name the documented rule refuses is not kept.
   if (const auto problem = rules::snapshot_name_wire_problem(value)) {
     fail(Err::invalid_argument, "The snapshot name " + *problem + ".");
+  }
+  // Nor one that would reach a terminal as a control sequence from every listing of it.
+  if (!context.variance.has(Quirk::snapshot_names_verbatim) &&
+      std::ranges::any_of(value, [](unsigned char c) { return c < 0x20 || c == 0x7F; })) {
+    fail(Err::invalid_argument, "The snapshot name must not contain control characters.");
   }
   return std::string(value);
 }
@@ -280,7 +285,7 @@ Response create_bucket(Context& context) {
 
   // PUT on an existing bucket with X-Tigris-Snapshot takes a snapshot (tigris-wire §2.3).
   if (const auto* snapshot = context.header("x-tigris-snapshot")) {
-    auto name = snapshot_name(*snapshot);
+    auto name = snapshot_name(context, *snapshot);
     require(context, bucket, Access::snapshot);
     refuse_while_turning_on(context, bucket);
     const auto info = check(context.store.take_snapshot(bucket, std::move(name)), bucket);

@@ -4,6 +4,7 @@
 #include "tfork/crypto/hash.hpp"
 #include "tfork/crypto/primitives.hpp"
 #include "tfork/server/auth.hpp"
+#include "tfork/server/object_support.hpp"
 #include "tfork/server/operations.hpp"
 #include "tfork/server/xml_render.hpp"
 
@@ -230,11 +231,14 @@ Response json_response(int status, std::string body) {
 }
 
 void check_key(const Context& context) {
-  if (context.target.key.size() > k_max_key_bytes) {
-    S3Error error = make_error(Err::key_too_long);
+  const auto refuse = [&](S3Error error) {
     error.bucket = context.target.bucket;
     fail(std::move(error));
-  }
+  };
+  if (context.target.key.size() > k_max_key_bytes) refuse(make_error(Err::key_too_long));
+  // A key that is not UTF-8 could be stored but never listed: XML and JSON carry UTF-8 only.
+  if (!valid_utf8(context.target.key))
+    refuse(make_error(Err::invalid_argument, "Object keys must be valid UTF-8."));
 }
 
 namespace {

@@ -175,8 +175,6 @@ void object_headers(Response& response, const Context& context, const store::Obj
 
 }  // namespace
 
-namespace {
-
 bool valid_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
@@ -212,6 +210,8 @@ bool valid_utf8(std::string_view text) {
   }
   return true;
 }
+
+namespace {
 
 // Content-Encoding without the aws-chunked coding, which only framed the upload (S3 strips
 // it and keeps the others).

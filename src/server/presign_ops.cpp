@@ -43,8 +43,8 @@ Response presign(Context& context) {
     fail(Err::access_denied, "A scoped access key can presign URLs only with itself.");
   const auto record = context.keys ? (*context.keys)(key_id) : std::nullopt;
   if (!record) fail(Err::invalid_argument, "No active access key " + key_id + ".");
-  check(context.store.head_bucket(bucket), bucket);
-  // The URL would be refused when used: say so now.
+  // The URL would be refused when used: say so now, before asking whether the bucket exists,
+  // so that a key learns nothing of buckets it may not use (a missing one answers the same).
   if (!allowed(record->principal, bucket, type == "get" ? Access::read : Access::write)) {
     S3Error error = make_error(Err::access_denied, "The access key " + key_id + " may not " +
                                                        (type == "get" ? "read" : "write") +
@@ -52,6 +52,7 @@ Response presign(Context& context) {
     error.bucket = bucket;
     fail(std::move(error));
   }
+  check(context.store.head_bucket(bucket), bucket);
   const auto* host = context.header("host");
   if (!host || host->empty()) fail(Err::invalid_request, "A Host header is required.");
 

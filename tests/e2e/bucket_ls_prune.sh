@@ -8,7 +8,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 require_cmd python3
-start_server
+start_server --quirks snapshot-names-verbatim  # stores the hostile name below
 
 OUT="$WORK/out"
 mkdir -p "$OUT"

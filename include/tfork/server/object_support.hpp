@@ -30,6 +30,8 @@ inline constexpr std::string_view k_stored_header_mark = ":";
 // Throws 400 InvalidArgument for a header value that is not UTF-8.
 store::Metadata user_metadata(const Request& request);  // x-amz-meta-* (names lowercased)
 std::string content_type_of(const Request& request);    // default binary/octet-stream
+// Well-formed UTF-8: no overlong forms, surrogates or values past U+10FFFF.
+bool valid_utf8(std::string_view text);
 
 // The segments of bytes [start, start+length) of an object. `files`, when given, holds each
 // part's open file (null for a part whose bytes came with it), in the order of info.parts.

@@ -43,11 +43,15 @@ enum class Quirk {
   snapshot_gone_400,
   // Merge and rebase happen but answer without X-Tigris-Snapshot-Version.
   merge_no_version_header,
+  // Snapshot names are stored as sent, control characters such as ESC included (only the
+  // documented rule, rules::snapshot_name_wire_problem, is enforced), as a gateway that checks
+  // no more would: what a client prints from a listing must be escaped by the client.
+  snapshot_names_verbatim,
 };
 
 inline constexpr std::chrono::milliseconds k_settings_delay{2000};
 
-inline constexpr std::array<std::pair<Quirk, std::string_view>, 8> k_quirk_names{{
+inline constexpr std::array<std::pair<Quirk, std::string_view>, 9> k_quirk_names{{
     {Quirk::fork_listing_ignores_header, "fork-listing-ignores-header"},
     {Quirk::iam_message_errors, "iam-message-errors"},
     {Quirk::snapshot_token_echo, "snapshot-token-echo"},
@@ -56,6 +60,7 @@ inline constexpr std::array<std::pair<Quirk, std::string_view>, 8> k_quirk_names
     {Quirk::settings_delay, "settings-delay"},
     {Quirk::snapshot_gone_400, "snapshot-gone-400"},
     {Quirk::merge_no_version_header, "merge-no-version-header"},
+    {Quirk::snapshot_names_verbatim, "snapshot-names-verbatim"},
 }};
 
 // "a,b,c" (spaces around names allowed; empty list = none). The error names the unknown

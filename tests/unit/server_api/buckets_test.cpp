@@ -108,6 +108,26 @@ TEST_CASE("snapshot names the documented rule refuses are not stored", "[server]
   CHECK_FALSE(contains(listed.body, "; name=a"));
 }
 
+// A name with ESC would reach every terminal that prints a listing as a control sequence;
+// `--quirks snapshot-names-verbatim` stores it, as a gateway that checks no more might.
+TEST_CASE("snapshot names with control characters are refused unless stored verbatim",
+          "[server][buckets]") {
+  for (const bool verbatim : {false, true}) {
+    Server server(verbatim ? VarianceOptions{{Quirk::snapshot_names_verbatim}} : VarianceOptions{});
+    REQUIRE(server.put("/snap-bucket", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);
+    for (const auto& name : {std::string("evil\x1b[31mred"), std::string("nul\0x", 5),
+                             std::string("tab\tx"), std::string("del\x7f")}) {
+      const auto taken =
+          server.put("/snap-bucket", "", {{"X-Tigris-Snapshot", "true; name=" + name}});
+      INFO(verbatim << " " << taken.body);
+      CHECK(taken.status == (verbatim ? 200 : 400));
+      if (!verbatim) CHECK(contains(taken.body, "control characters"));
+    }
+    const auto listed = server.get("/", {{"X-Tigris-Snapshot", "snap-bucket"}});
+    CHECK(contains(listed.body, "; name=evil") == verbatim);
+  }
+}
+
 TEST_CASE("forks: create, head, isolation, listing, delete order", "[server][buckets]") {
   Server server;
   REQUIRE(server.put("/source", "", {{"X-Tigris-Enable-Snapshot", "true"}}).status == 200);

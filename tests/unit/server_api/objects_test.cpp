@@ -157,6 +157,24 @@ TEST_CASE("parse_range", "[server][objects]") {
   CHECK((suffix->start == 0 && suffix->length == 10));
 }
 
+// Keys travel as UTF-8 in every listing (XML) and in `fork diff --json`: one that is not UTF-8
+// would be stored and then break them, so it is refused, whatever the operation.
+TEST_CASE("object keys that are not UTF-8 are refused", "[server][objects]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  for (const auto* key : {"%FF", "a%C0%AFb", "%ED%A0%80", "%E2%82"}) {
+    const auto put = server.put(std::string("/bucket-a/") + key, "x");
+    INFO(key);
+    CHECK(put.status == 400);
+    CHECK(xml_value(put.body, "Code") == "InvalidArgument");
+    CHECK(server.post(std::string("/bucket-a/") + key + "?uploads", "").status == 400);
+  }
+  CHECK(server.put("/bucket-a/%E2%82%AC", "euro").status == 200);  // U+20AC is fine
+  const auto listed = server.get("/bucket-a?list-type=2");
+  CHECK(contains(listed.body, "<Key>\xE2\x82\xAC</Key>"));
+  CHECK_FALSE(contains(listed.body, "\xFF"));
+}
+
 TEST_CASE("keys longer than 1024 bytes are KeyTooLongError", "[server][objects]") {
   Server server;
   REQUIRE(server.put("/bucket-a").status == 200);

@@ -112,6 +112,12 @@ TEST_CASE("presign: the server signs a working URL with the named key", "[server
       server, {{"bucket", "bkt-b"}, {"key", "k"}, {"key_id", editor.id}, {"type", "get"}}, editor);
   CHECK(other.status == 403);
   CHECK(contains(other.body, "may not read bucket bkt-b"));
+  // A bucket that does not exist answers as one the key may not reach: no existence oracle.
+  const auto missing =
+      presign(server, {{"bucket", "no-such"}, {"key", "k"}, {"key_id", editor.id}, {"type", "get"}},
+              editor);
+  CHECK(missing.status == other.status);
+  CHECK(nlohmann::json::parse(missing.body)["Code"] == nlohmann::json::parse(other.body)["Code"]);
   // Root may name the editor's key, but not for a bucket that key cannot reach.
   CHECK(presign(server, {{"bucket", "bkt-b"}, {"key", "k"}, {"key_id", editor.id}, {"type", "get"}})
             .status == 403);
