@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <memory>
+#include <ranges>
 
 namespace tfork::server {
 namespace {
@@ -214,8 +215,15 @@ bool valid_utf8(std::string_view text) {
 namespace {
 
 // Content-Encoding without the aws-chunked coding, which only framed the upload (S3 strips
-// it and keeps the others).
+// it and keeps the others, as sent when there was none).
 std::string stored_content_encoding(std::string_view value) {
+  const auto framed = [](std::string_view item) {
+    return iequals(ascii::trim(item), "aws-chunked");
+  };
+  if (std::ranges::none_of(std::views::split(value, ','), [&](const auto& item) {
+        return framed(std::string_view(item.begin(), item.end()));
+      }))
+    return std::string(value);
   std::string out;
   while (!value.empty()) {
     const auto comma = value.find(',');
@@ -240,22 +248,24 @@ store::Metadata user_metadata(const Request& request) {
   static constexpr std::string_view k_stored[] = {
       "Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires"};
   for (const auto name : k_stored) {
-    const auto* value = request.header(name);
+    const auto value = request.joined_header(name);
     if (!value) continue;
     auto kept = name == "Content-Encoding" ? stored_content_encoding(*value) : *value;
     if (!kept.empty())
       out.emplace_back(std::string(k_stored_header_mark) + std::string(name), kept);
   }
+  // A user metadata header sent twice is one entry, its values joined with "," as S3 does.
   constexpr std::string_view k_prefix = "x-amz-meta-";
   for (const auto& [name, value] : request.headers) {
     if (name.size() > k_prefix.size() &&
         iequals(std::string_view(name).substr(0, k_prefix.size()), k_prefix)) {
-      std::string key = name.substr(k_prefix.size());
-      for (auto& c : key) {
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-      }
+      const std::string key = ascii::lower(name.substr(k_prefix.size()));
       if (!valid_utf8(value)) fail(Err::invalid_argument, "Metadata values must be valid UTF-8.");
-      out.emplace_back(std::move(key), value);
+      const auto seen = std::ranges::find(out, key, &store::Metadata::value_type::first);
+      if (seen == out.end())
+        out.emplace_back(key, value);
+      else
+        seen->second += "," + value;
     }
   }
   return out;

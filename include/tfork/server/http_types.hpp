@@ -33,6 +33,10 @@ struct Request {
 
   const std::string* header(std::string_view name) const { return find_header(headers, name); }
   std::string header_or(std::string_view name, std::string_view fallback = {}) const;
+  // Every value of `name` joined with `separator`, as S3 keeps a header sent more than once
+  // ("deflate" and "gzip" -> "deflate, gzip"); nullopt when there is none.
+  std::optional<std::string> joined_header(std::string_view name,
+                                           std::string_view separator = ", ") const;
 };
 
 // An open blob file: a reader keeps it open from the moment it resolved the object until the

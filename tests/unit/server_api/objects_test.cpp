@@ -157,6 +157,33 @@ TEST_CASE("parse_range", "[server][objects]") {
   CHECK((suffix->start == 0 && suffix->length == 10));
 }
 
+// A header sent more than once is one value to S3: Content-Encoding's codings joined with ", "
+// (aws-chunked, which only framed the upload, dropped), a metadata header's values with ",".
+TEST_CASE("a header sent twice is stored with its values joined", "[server][objects]") {
+  Server server;
+  REQUIRE(server.put("/bucket-a").status == 200);
+  REQUIRE(server
+              .put("/bucket-a/twice", "x",
+                   {{"Content-Encoding", "deflate"},
+                    {"Content-Encoding", "gzip"},
+                    {"x-amz-meta-tag", "one"},
+                    {"X-Amz-Meta-Tag", "two"}})
+              .status == 200);
+  const auto got = server.head("/bucket-a/twice");
+  REQUIRE(got.header("Content-Encoding"));
+  CHECK(*got.header("Content-Encoding") == "deflate, gzip");
+  REQUIRE(got.header("x-amz-meta-tag"));
+  CHECK(*got.header("x-amz-meta-tag") == "one,two");
+  CHECK(std::ranges::count_if(
+            got.headers, [](const Header& h) { return iequals(h.first, "x-amz-meta-tag"); }) == 1);
+
+  REQUIRE(server.put("/bucket-a/framed", "x", {{"Content-Encoding", "aws-chunked,gzip"}}).status ==
+          200);
+  CHECK(*server.head("/bucket-a/framed").header("Content-Encoding") == "gzip");
+  REQUIRE(server.put("/bucket-a/as-sent", "x", {{"Content-Encoding", "gzip,br"}}).status == 200);
+  CHECK(*server.head("/bucket-a/as-sent").header("Content-Encoding") == "gzip,br");
+}
+
 // Keys travel as UTF-8 in every listing (XML) and in `fork diff --json`: one that is not UTF-8
 // would be stored and then break them, so it is refused, whatever the operation.
 TEST_CASE("object keys that are not UTF-8 are refused", "[server][objects]") {
