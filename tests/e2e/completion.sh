@@ -29,6 +29,13 @@ check_eq() { [[ "$2" == "$3" ]] || fail "$1: expected [$2], got [$3]"; }
   echo "SKIP completion.sh: no tfork binary at $TFORK" >&2
   exit 125
 }
+# All three shells or a visible skip: a pass must mean every script was tried in its shell.
+for shell in zsh fish; do
+  command -v "$shell" >/dev/null 2>&1 || {
+    echo "SKIP completion.sh: $shell is not installed (scripts/bootstrap installs it)" >&2
+    exit 125
+  }
+done
 
 step "committed scripts equal the command's output"
 for pair in bash:tfork.bash zsh:_tfork fish:tfork.fish; do
@@ -69,52 +76,47 @@ mkdir -p "$WORK/files" && : >"$WORK/files/ca.pem"
 check_eq "bash: --ca-bundle completes files" "$WORK/files/ca.pem" "$(bash_complete tfork --ca-bundle "$WORK/files/c")"
 
 step "fish"
-if command -v fish >/dev/null 2>&1; then
-  fish -n "$COMPLETIONS/tfork.fish" || fail "fish -n"
-  fish_complete() { # the candidate words (descriptions dropped) for a command line
-    fish -c 'source $argv[1]; complete -C $argv[2]' "$COMPLETIONS/tfork.fish" "$1" | cut -f1 | tr '\n' ' ' | sed 's/ $//'
-  }
-  check_eq "fish: tfork fo" "fork" "$(fish_complete 'tfork fo')"
-  check_eq "fish: tfork --json fork h" "head" "$(fish_complete 'tfork --json fork h')"
-  check_eq "fish: tfork snapshot " "ls prune rm take" "$(fish_complete 'tfork snapshot ')"
-  check_eq "fish: tfork -o " "json table" "$(fish_complete 'tfork -o ')"
-  check_eq "fish: tfork fork create s --keys " "editor none readonly" "$(fish_complete 'tfork fork create s --keys ')"
-  check_eq "fish: tfork completion " "bash fish zsh" "$(fish_complete 'tfork completion ')"
-  check_eq "fish: tfork run s --sandbox " "auto bwrap none" "$(fish_complete 'tfork run s --sandbox ')"
-  check_eq "fish: tfork fork exec --wo" "--workdir" "$(fish_complete 'tfork fork exec --wo')"
-  check_eq "fish: tfork bucket create x --ex" "--exist-ok" "$(fish_complete 'tfork bucket create x --ex')"
-else
-  step "fish is not installed: fish checks left out"
-fi
+fish -n "$COMPLETIONS/tfork.fish" || fail "fish -n"
+fish_complete() { # the candidate words (descriptions dropped) for a command line
+  fish -c 'source $argv[1]; complete -C $argv[2]' "$COMPLETIONS/tfork.fish" "$1" | cut -f1 | tr '\n' ' ' | sed 's/ $//'
+}
+check_eq "fish: tfork fo" "fork" "$(fish_complete 'tfork fo')"
+check_eq "fish: tfork --json fork h" "head" "$(fish_complete 'tfork --json fork h')"
+check_eq "fish: tfork snapshot " "ls prune rm take" "$(fish_complete 'tfork snapshot ')"
+check_eq "fish: tfork -o " "json table" "$(fish_complete 'tfork -o ')"
+check_eq "fish: tfork fork create s --keys " "editor none readonly" "$(fish_complete 'tfork fork create s --keys ')"
+check_eq "fish: tfork completion " "bash fish zsh" "$(fish_complete 'tfork completion ')"
+check_eq "fish: tfork run s --sandbox " "auto bwrap none" "$(fish_complete 'tfork run s --sandbox ')"
+check_eq "fish: tfork fork exec --wo" "--workdir" "$(fish_complete 'tfork fork exec --wo')"
+check_eq "fish: tfork bucket create x --ex" "--exist-ok" "$(fish_complete 'tfork bucket create x --ex')"
 
 step "zsh"
-if command -v zsh >/dev/null 2>&1; then
-  zsh -n "$COMPLETIONS/_tfork" || fail "zsh -n"
-  # zsh_tab LINE PATTERN: types LINE<TAB> into an interactive zsh and reads the screen until
-  # it matches the glob PATTERN (escapes stripped) or a generous deadline passes; prints what
-  # it read. It waits for a state, never for a fixed time, so a loaded machine only makes it
-  # slower.
-  cat >"$WORK/tab.zsh" <<'ZSH'
+zsh -n "$COMPLETIONS/_tfork" || fail "zsh -n"
+# zsh_tab LINE PATTERN: types LINE<TAB> into an interactive zsh and reads the screen until
+# it matches the glob PATTERN (escapes stripped) or a generous deadline passes; prints what
+# it read. It waits for a state, never for a fixed time, so a loaded machine only makes it
+# slower.
+cat >"$WORK/tab.zsh" <<'ZSH'
 setopt extendedglob
 zmodload zsh/zpty || exit 125
 zmodload zsh/datetime || exit 125
 integer deadline_seconds=60
 screen() { # the text of everything read so far, escape sequences and CR/BEL/BS removed
-  local s=${out//$'\e'\[[0-9;?]#[A-Za-z]/}
-  print -r -- "${s//[$'\r\a\b']/}"
+local s=${out//$'\e'\[[0-9;?]#[A-Za-z]/}
+print -r -- "${s//[$'\r\a\b']/}"
 }
 wait_for() { # wait_for PATTERN: 0 once the screen matches, 1 at the deadline
-  local chunk
-  local -F deadline=$(( EPOCHREALTIME + deadline_seconds ))
-  while (( EPOCHREALTIME < deadline )); do
-    if zpty -r -t z chunk; then
-      out+=$chunk
-      [[ "$(screen)" == $~1 ]] && return 0
-    else
-      sleep 0.02
-    fi
-  done
-  return 1
+local chunk
+local -F deadline=$(( EPOCHREALTIME + deadline_seconds ))
+while (( EPOCHREALTIME < deadline )); do
+  if zpty -r -t z chunk; then
+    out+=$chunk
+    [[ "$(screen)" == $~1 ]] && return 0
+  else
+    sleep 0.02
+  fi
+done
+return 1
 }
 zpty z 'zsh -f -i'
 # The marker is printed as "READY" but typed as RE''ADY, so the terminal's echo of the
@@ -130,15 +132,12 @@ zpty -d z
 screen
 exit $rc
 ZSH
-  zsh_tab() {
-    timeout 120 zsh -f "$WORK/tab.zsh" "$COMPLETIONS" "$1" "$2"
-  }
-  out=$(zsh_tab 'tfork fo' '*tfork fork *') || fail "zsh: 'tfork fo<TAB>' did not become 'tfork fork ': [$out]"
-  out=$(zsh_tab 'tfork fork create src --keys r' '*--keys readonly*') || fail "zsh: --keys r<TAB>: [$out]"
-  out=$(zsh_tab 'tfork snapshot ' '*ls*rm*take*') || fail "zsh: snapshot <TAB> lists no subcommands: [$out]"
-  out=$(zsh_tab 'tfork --output t' '*--output table*') || fail "zsh: --output t<TAB>: [$out]"
-else
-  step "zsh is not installed: zsh checks left out"
-fi
+zsh_tab() {
+  timeout 120 zsh -f "$WORK/tab.zsh" "$COMPLETIONS" "$1" "$2"
+}
+out=$(zsh_tab 'tfork fo' '*tfork fork *') || fail "zsh: 'tfork fo<TAB>' did not become 'tfork fork ': [$out]"
+out=$(zsh_tab 'tfork fork create src --keys r' '*--keys readonly*') || fail "zsh: --keys r<TAB>: [$out]"
+out=$(zsh_tab 'tfork snapshot ' '*ls*rm*take*') || fail "zsh: snapshot <TAB> lists no subcommands: [$out]"
+out=$(zsh_tab 'tfork --output t' '*--output table*') || fail "zsh: --output t<TAB>: [$out]"
 
 step "all passed"
