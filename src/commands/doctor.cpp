@@ -18,6 +18,7 @@
 #include "tfork/tigris/fork_ops.hpp"
 #include "tfork/tigris/object_ops.hpp"
 #include "tfork/version.hpp"
+#include "tfork/workflow/batch.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -816,19 +817,25 @@ std::vector<Leftover> Probe::clean_up(Check& report) {
     } catch (const TforkError&) {
       // A bucket that was never made (or is gone) has no snapshots to list.
     }
-    const auto start = Clock::now();
-    while (true) {
+    // A fork the service still lists keeps its parent (409): retried with the batch runner's
+    // backoff, within the same wait as the forks'.
+    const auto start = std::chrono::steady_clock::now();
+    const workflow::Backoff backoff{
+        .budget = std::chrono::duration_cast<std::chrono::milliseconds>(wait_)};
+    for (int tries = 1;; ++tries) {
       const auto error = tigris::error_from_result(cleanup_.send(tigris::delete_bucket(id_, true)),
                                                    "DeleteBucket");
       if (!error || bucket_gone(*error)) {
         ++buckets;
         break;
       }
-      if (error->kind != ErrorKind::conflict || Clock::now() - start >= wait_) {
+      const auto pause =
+          error->kind == ErrorKind::conflict ? backoff.wait(tries, start) : std::nullopt;
+      if (!pause) {
         left.push_back({"bucket", id_, "tfork bucket rm " + id_ + " --force"});
         break;
       }
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::this_thread::sleep_for(*pause);
     }
   } else if (bucket_sent_) {
     left.push_back({"bucket", id_,

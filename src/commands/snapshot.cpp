@@ -266,8 +266,7 @@ namespace {
 // §1.4); nullopt when neither can be read (such a snapshot is never taken for an old one).
 std::optional<std::int64_t> taken_ns(const tigris::Snapshot& snapshot) {
   if (auto ns = output::unix_ns(snapshot.created)) return ns;
-  if (!tigris::is_snapshot_version(snapshot.version)) return std::nullopt;
-  return std::stoll(snapshot.version);
+  return tigris::version_ns(snapshot.version);
 }
 
 }  // namespace

@@ -41,6 +41,14 @@ bool is_snapshot_version(std::string_view version) {
          std::ranges::all_of(version, [](char c) { return c >= '0' && c <= '9'; });
 }
 
+std::optional<std::int64_t> version_ns(std::string_view version) {
+  std::int64_t ns = 0;
+  if (!is_snapshot_version(version) ||
+      std::from_chars(version.data(), version.data() + version.size(), ns).ec != std::errc{})
+    return std::nullopt;
+  return ns;
+}
+
 Operation create_bucket(std::string_view name, bool enable_snapshots) {
   Operation op{.name = "CreateBucket", .method = "PUT", .bucket = std::string(name)};
   if (enable_snapshots) op.headers.emplace_back("X-Tigris-Enable-Snapshot", "true");
@@ -221,12 +229,11 @@ void collect_forks(const ForkPage& page, std::string_view source, std::vector<Fo
 
 std::optional<std::chrono::seconds> taken_within_listing_lag(
     const Snapshot& snapshot, std::chrono::system_clock::time_point now) {
-  long long ns = 0;
-  const auto& v = snapshot.version;
-  if (std::from_chars(v.data(), v.data() + v.size(), ns).ec != std::errc{}) return std::nullopt;
+  const auto ns = version_ns(snapshot.version);
+  if (!ns) return std::nullopt;
   const auto taken = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::nanoseconds(ns)));
+          std::chrono::nanoseconds(*ns)));
   const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - taken);
   if (age >= k_fork_listing_lag) return std::nullopt;
   return std::max(age, std::chrono::seconds(0));

@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
-
 namespace tfork::workflow {
 
 bool may_have_happened(const http::Result& result) {
@@ -45,15 +43,13 @@ Landed snapshot_named(tigris::Client& client, std::string bucket, std::string na
                            (not_before - std::chrono::minutes(15)).time_since_epoch())
                            .count();
     std::optional<std::string> newest;
-    long long newest_ns = 0;
+    std::int64_t newest_ns = 0;
     for (const auto& snapshot : tigris::list_all_snapshots(client, bucket)) {
       if (snapshot.name != name) continue;
-      long long ns = 0;
-      const auto& v = snapshot.version;
-      if (std::from_chars(v.data(), v.data() + v.size(), ns).ec != std::errc{}) continue;
-      if (ns >= floor && ns > newest_ns) {
-        newest_ns = ns;
-        newest = v;
+      const auto ns = tigris::version_ns(snapshot.version);
+      if (ns && *ns >= floor && *ns > newest_ns) {
+        newest_ns = *ns;
+        newest = snapshot.version;
       }
     }
     return newest;

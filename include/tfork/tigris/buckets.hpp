@@ -25,6 +25,8 @@ using rules::bucket_name_problem;
 std::optional<std::string> snapshot_name_problem(std::string_view name);
 // A snapshot version is a decimal ns timestamp (§1.4).
 bool is_snapshot_version(std::string_view version);
+// The Unix nanoseconds a snapshot version names, or nullopt when it is not one.
+std::optional<std::int64_t> version_ns(std::string_view version);
 
 // ---- requests
 
