@@ -46,6 +46,7 @@ struct ServeCliOptions {
   int consistency_delay_ms = 0;
   int max_connections = 4096;
   int head_timeout_seconds = 30;
+  int body_timeout_seconds = 300;
   bool verify = false;
   bool allow_remote = false;
   std::string env_file;
@@ -170,6 +171,9 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   if (cli.head_timeout_seconds < 1 || cli.head_timeout_seconds > 3600)
     usage_error("--head-timeout must be between 1 and 3600 seconds");
   options.head_timeout_seconds = cli.head_timeout_seconds;
+  if (cli.body_timeout_seconds < 1 || cli.body_timeout_seconds > 86400)
+    usage_error("--body-timeout must be between 1 and 86400 seconds");
+  options.body_timeout_seconds = cli.body_timeout_seconds;
   return options;
 }
 
@@ -322,6 +326,12 @@ void register_serve(CLI::App& root, cli::Context& context) {
       ->add_option("--head-timeout", cli->head_timeout_seconds,
                    "A request's line and headers must arrive within S seconds of the connection "
                    "opening or the previous response, else the connection is closed (default 30)")
+      ->type_name("S");
+  command
+      ->add_option("--body-timeout", cli->body_timeout_seconds,
+                   "A request's body must arrive within S seconds of its head, plus one second "
+                   "per MiB it declares, else 400 RequestTimeout and the connection is closed "
+                   "(default 300)")
       ->type_name("S");
   command->add_flag("--verify", cli->verify,
                     "Start no server: check every blob in --data against its SHA-256, print each "

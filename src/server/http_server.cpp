@@ -62,29 +62,44 @@ enum class Phase { head, delayed, body, working, done };
 
 using SteadyClock = std::chrono::steady_clock;
 
-// What the connection cap and the head deadline know of one connection. Its fields are
-// guarded by Impl::timer_mutex: the event thread owning the connection and the timer thread
-// both use them. `fd` is only touched while `open` (libmicrohttpd closes it after reporting
-// the connection closed), so a reused descriptor is never shut down by mistake.
+// What the connection cap and the head and body deadlines know of one connection. Its fields
+// are guarded by Impl::timer_mutex: the event thread owning the connection and the timer
+// thread both use them. `fd` is only touched while `open` (libmicrohttpd closes it after
+// reporting the connection closed), so a reused descriptor is never shut down by mistake.
 struct Link {
   int fd = -1;
   bool open = true;
-  bool over_cap = false;      // beyond the connection limit: answered 503 SlowDown
-  bool awaiting_head = true;  // between requests, or the head has not fully arrived
-  bool request_line = false;  // the current head's request line has arrived
-  bool closing = false;       // answered outside libmicrohttpd (deadline, bad length)
-  bool queued = false;        // has an entry in Impl::deadlines
-  SteadyClock::time_point head_deadline;
+  bool over_cap = false;        // beyond the connection limit: answered 503 SlowDown
+  bool awaiting_head = true;    // between requests, or the head has not fully arrived
+  bool request_line = false;    // the current head's request line has arrived
+  bool receiving_body = false;  // an admitted request's body is being read
+  bool closing = false;         // answered outside libmicrohttpd (deadline, bad length)
+  // The head's or the body's (one applies at a time), and when its entry in Impl::deadlines
+  // comes due (max: none). A later deadline is found when the entry comes due; an earlier
+  // one gets an entry of its own.
+  SteadyClock::time_point deadline;
+  SteadyClock::time_point queued_due = SteadyClock::time_point::max();
 };
 
 // The socket context of a connection: its Link, shared with the timer thread's queue.
 using LinkHolder = std::shared_ptr<Link>;
 
-Link* link_of(MHD_Connection* connection) {
+LinkHolder* holder_of(MHD_Connection* connection) {
   const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   if (!info || !info->socket_context) return nullptr;
-  return static_cast<LinkHolder*>(info->socket_context)->get();
+  return static_cast<LinkHolder*>(info->socket_context);
 }
+
+Link* link_of(MHD_Connection* connection) {
+  auto* holder = holder_of(connection);
+  return holder ? holder->get() : nullptr;
+}
+
+// A slot of a counted resource, given back when its holder goes.
+struct GiveBack {
+  void operator()(std::atomic<unsigned>* count) const { count->fetch_sub(1); }
+};
+using CountedSlot = std::unique_ptr<std::atomic<unsigned>, GiveBack>;
 
 struct Exchange {
   Request head;
@@ -95,7 +110,9 @@ struct Exchange {
   std::uint64_t discarded = 0;
   // An injected failure, answered after the delay; or the response a writer thread made.
   std::optional<Response> ready;
-  bool handed_off = false;  // to a writer thread or the store: counted in Impl::unsent
+  bool handed_off = false;           // to a writer thread or the store: counted in Impl::unsent
+  bool timed_body = false;           // its body has a deadline (Link::receiving_body)
+  CountedSlot unauthenticated_body;  // one of Impl::unauthenticated_bodies, while it lives
 };
 
 // Whether a request runs on a writer thread (see the top of this file).
@@ -291,6 +308,7 @@ struct HttpServer::Impl {
   bool timer_stop = false;
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
+  std::atomic<unsigned> unauthenticated_bodies{0};  // held by exchanges (HttpLimits)
 
   // Writer threads: requests that may change the store, each with its connection suspended
   // until its response is ready. Jobs already queued are finished before the threads end.
@@ -403,9 +421,9 @@ struct HttpServer::Impl {
         timers.pop();
       }
       while (!deadlines.empty() && deadlines.top().due <= now) {
-        auto link = deadlines.top().link;
+        const auto entry = deadlines.top();
         deadlines.pop();
-        check_head(link, now);
+        check_deadline(entry.link, entry.due, now);
       }
       auto next = SteadyClock::time_point::max();
       if (!timers.empty()) next = timers.top().due;
@@ -434,32 +452,42 @@ struct HttpServer::Impl {
     return link.over_cap ? std::min(full, std::chrono::seconds(5)) : full;
   }
 
+  // Sets the connection's deadline (timer_mutex held).
+  void arm(const LinkHolder& link, SteadyClock::time_point due) {
+    link->deadline = due;
+    if (link->queued_due <= due) return;  // that entry finds the new deadline when it comes due
+    link->queued_due = due;
+    const bool earliest = deadlines.empty() || due < deadlines.top().due;
+    deadlines.push(Deadline{due, link});
+    if (earliest) timer_wake.notify_one();
+  }
+
   // A new head starts (the connection opened, or the previous response was sent). Called
   // with timer_mutex held.
   void start_head(const LinkHolder& link) {
     link->awaiting_head = true;
     link->request_line = false;
-    link->head_deadline = SteadyClock::now() + head_time(*link);
-    if (link->queued) return;  // its entry moves to the new deadline when it comes due
-    link->queued = true;
-    const bool earliest = deadlines.empty() || link->head_deadline < deadlines.top().due;
-    deadlines.push(Deadline{link->head_deadline, link});
-    if (earliest) timer_wake.notify_one();
+    link->receiving_body = false;
+    arm(link, SteadyClock::now() + head_time(*link));
   }
 
   // The timer thread, when a connection's deadline entry comes due (timer_mutex held).
-  void check_head(const LinkHolder& link, SteadyClock::time_point now) {
-    link->queued = false;
-    if (!link->open || !link->awaiting_head || link->closing) return;
-    if (link->head_deadline > now) {
-      link->queued = true;
-      deadlines.push(Deadline{link->head_deadline, link});
+  void check_deadline(const LinkHolder& link, SteadyClock::time_point entry_due,
+                      SteadyClock::time_point now) {
+    if (entry_due != link->queued_due) return;  // an earlier entry replaced this one
+    link->queued_due = SteadyClock::time_point::max();
+    if (!link->open || link->closing || !(link->awaiting_head || link->receiving_body)) return;
+    if (link->deadline > now) {
+      arm(link, link->deadline);
       return;
     }
     link->closing = true;
-    // A request whose line has arrived is told why; a connection idle between requests is
-    // just closed (a client might be sending its next request at this very moment).
-    if (link->request_line) {
+    if (link->receiving_body) {
+      spdlog::debug("http: request body not complete within its deadline: closing the connection");
+      answer_directly(link->fd, plain_error(Err::request_timeout));
+    } else if (link->request_line) {
+      // A request whose line has arrived is told why; a connection idle between requests is
+      // just closed (a client might be sending its next request at this very moment).
       spdlog::debug("http: request head not complete within {} s: closing the connection",
                     head_time(*link).count());
       answer_directly(link->fd, plain_error(Err::request_timeout));
@@ -533,6 +561,51 @@ struct HttpServer::Impl {
     return !link->closing;
   }
 
+  // An admitted request's body is about to be read. A body whose signature can only be
+  // verified once it has arrived takes one of the few slots for such bodies, or is refused
+  // 503 SlowDown (returned); every body gets its deadline.
+  std::optional<Response> begin_body(MHD_Connection* connection, Exchange& exchange) {
+    const auto* length_text = exchange.head.header("content-length");
+    std::uint64_t length = 0;
+    if (length_text)
+      std::from_chars(length_text->data(), length_text->data() + length_text->size(), length);
+    // No Content-Length and no Transfer-Encoding: no body (RFC 9112 §6.3).
+    if (length_text ? length == 0 : !exchange.head.header("transfer-encoding")) return std::nullopt;
+    if (!exchange.admission->auth) {
+      CountedSlot slot(&unauthenticated_bodies);  // given back with the exchange, or now
+      if (slot->fetch_add(1) >= limits.unauthenticated_bodies) {
+        auto refusal = slow_down_response();
+        refusal.set_header("Connection", "close");
+        refusal.set_header("Retry-After", "1");  // such bodies are small and quick
+        return refusal;
+      }
+      exchange.unauthenticated_body = std::move(slot);
+    }
+    auto* holder = holder_of(connection);
+    if (!holder) return std::nullopt;
+    // A chunked body is allowed the time of the largest body its request may carry.
+    if (!length_text)
+      length = exchange.admission->object_body ? k_max_object_body : k_max_control_body;
+    const auto allowed =
+        std::chrono::seconds(limits.body_timeout_seconds) +
+        std::chrono::seconds(length / std::max<std::uint64_t>(limits.body_min_rate, 1));
+    exchange.timed_body = true;
+    std::lock_guard lock(timer_mutex);
+    (*holder)->receiving_body = true;
+    arm(*holder, SteadyClock::now() + allowed);
+    return std::nullopt;
+  }
+
+  // The body has arrived: its deadline no longer applies. False when the connection was
+  // already answered (the deadline passed) and must just close.
+  bool body_arrived(MHD_Connection* connection) {
+    Link* link = link_of(connection);
+    if (!link) return true;
+    std::lock_guard lock(timer_mutex);
+    link->receiving_body = false;
+    return !link->closing;
+  }
+
   void request_line_arrived(MHD_Connection* connection, Exchange* exchange) {
     t_pending_heads.push_back(PendingHead{connection, exchange});
     if (Link* link = link_of(connection)) {
@@ -569,6 +642,10 @@ struct HttpServer::Impl {
   MHD_Result on_request(MHD_Connection* connection, const char* method, const char* upload_data,
                         std::size_t* upload_data_size, Exchange& exchange) {
     const bool head_request = exchange.head.method == "HEAD";
+    if (exchange.timed_body && exchange.phase == Phase::body && *upload_data_size == 0) {
+      exchange.timed_body = false;
+      if (!body_arrived(connection)) return MHD_NO;
+    }
     switch (exchange.phase) {
       case Phase::head: {
         if (!head_arrived(connection)) return MHD_NO;
@@ -613,6 +690,10 @@ struct HttpServer::Impl {
           return queue(connection, std::move(admitted.error()), exchange.head.method == "HEAD");
         }
         exchange.admission = std::move(*admitted);
+        if (auto refusal = begin_body(connection, exchange)) {
+          exchange.phase = Phase::done;
+          return queue(connection, std::move(*refusal), exchange.head.method == "HEAD");
+        }
         exchange.receiver = handler.receiver(exchange.head, *exchange.admission);
         exchange.phase = Phase::body;
         // Returning without a response lets libmicrohttpd send 100-continue and read the body.

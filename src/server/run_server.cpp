@@ -145,6 +145,7 @@ std::optional<Error> run_server(
   limits.event_threads = static_cast<unsigned>(std::clamp(threads, 2, 16));
   limits.connection_limit = static_cast<unsigned>(std::max(options.max_connections, 1));
   limits.head_timeout_seconds = static_cast<unsigned>(std::max(options.head_timeout_seconds, 1));
+  limits.body_timeout_seconds = static_cast<unsigned>(std::max(options.body_timeout_seconds, 1));
   HttpServer http(handler, faults, limits);
   const auto port = http.start(options.host, options.port);
   if (!port) {

@@ -7,35 +7,44 @@
   is checked from its head before its body is read: an unknown key, a credential scope of
   another service or date, a skewed clock, or a body over 16 KiB is answered at once, with
   the body never sent. Such a call from a real signer still works.
+* At most 64 such bodies are read at once: the next is answered 503 SlowDown at once, and
+  once one of them ends another is admitted.
+* Every body has a deadline (`--body-timeout S`): a signed PUT whose body trickles in one byte
+  every 0.5 s is answered 400 RequestTimeout and closed once S seconds have passed.
 Every wait is for a state (a response, a closed socket) with a generous deadline.
 """
 
 import datetime
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tfork_server import TforkServer, check, check_eq, run_test, step  # noqa: E402
 from serve_transport import Wire, status_of  # noqa: E402
+from serve_connections import wait_closed  # noqa: E402
 
 from botocore.auth import SigV4Auth  # noqa: E402  (serve_transport skips without boto3)
 from botocore.awsrequest import AWSRequest  # noqa: E402
 
 GENEROUS = 25.0  # seconds; below the 30 s idle timeout, which would answer nothing
 FORM = b"Action=ListAccessKeys"
+UNAUTHENTICATED_BODIES = 64  # HttpLimits::unauthenticated_bodies
+BODY_TIMEOUT = 2
 
 
 def amz_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def iam_head(wire, key_id, length, date8=None, service="iam", amz_date=None):
+def iam_head(wire, key_id, length, date8=None, service="iam", amz_date=None, expect=False):
     """The head of a POST / whose Authorization names `key_id` (its signature is never
     right: the server must refuse before it could check one)."""
     amz_date = amz_date or amz_now()
     scope = f"{date8 or amz_date[:8]}/auto/{service}/aws4_request"
     return (f"POST /?Detailed= HTTP/1.1\r\nHost: {wire.address[0]}:{wire.address[1]}\r\n"
             "Content-Type: application/x-www-form-urlencoded\r\n"
+            + ("Expect: 100-continue\r\n" if expect else "") +
             f"Content-Length: {length}\r\nX-Amz-Date: {amz_date}\r\n"
             f"Authorization: AWS4-HMAC-SHA256 Credential={key_id}/{scope}, "
             f"SignedHeaders=content-type;host;x-amz-date, Signature={'0' * 64}\r\n\r\n").encode()
@@ -89,11 +98,79 @@ def test_iam_head_checks(srv, wire):
     check(b'"Keys"' in response, f"body: {response[-300:]!r}")
 
 
+def admitted_body(wire):
+    """A connection whose IAM head was admitted: the server asked for its body (100 Continue),
+    or None when it was refused (the response)."""
+    sock = wire.connect(timeout=GENEROUS)
+    sock.sendall(iam_head(wire, wire.srv.access_key, len(FORM), expect=True))
+    response = Wire.read_response(sock)
+    if status_of(response) == 100:
+        return sock, response
+    sock.close()
+    return None, response
+
+
+def test_unauthenticated_bodies(wire):
+    step(f"{UNAUTHENTICATED_BODIES} IAM heads admitted, their bodies not sent")
+    holders = []
+    try:
+        for _ in range(UNAUTHENTICATED_BODIES):
+            sock, response = admitted_body(wire)
+            check(sock is not None, f"a head within the bound was refused: {response[:300]!r}")
+            holders.append(sock)
+
+        step("the next one is answered 503 SlowDown at once")
+        sock, response = admitted_body(wire)
+        check(sock is None, "a body beyond the bound was asked for")
+        check_eq("status beyond the bound", 503, status_of(response))
+        check(b"<Code>SlowDown</Code>" in response and b"Retry-After" in response,
+              f"response: {response[:400]!r}")
+
+        step("once one of them is answered (its signature, checked with the body, is wrong), "
+             "another is admitted")
+        holders[0].sendall(FORM)
+        response = Wire.read_response(holders[0])
+        check_eq("status of a forged IAM call", 403, status_of(response))
+        check(b"SignatureDoesNotMatch" in response, f"response: {response[-300:]!r}")
+        deadline = time.monotonic() + GENEROUS
+        while True:
+            sock, response = admitted_body(wire)
+            if sock is not None:
+                holders.append(sock)
+                break
+            check(time.monotonic() < deadline, "no body admitted after one was answered")
+            check_eq("status while the slot frees up", 503, status_of(response))
+            time.sleep(0.1)
+    finally:
+        for sock in holders:
+            sock.close()
+
+
+def test_body_deadline():
+    with TforkServer(["--body-timeout", str(BODY_TIMEOUT)]) as srv:
+        wire = Wire(srv)
+        step("a signed PUT's body trickled one byte every 0.5 s is cut off at its deadline")
+        with wire.connect(timeout=10) as sock:
+            sock.sendall(wire.signed_head("PUT", "/slow-body"))  # a bucket to put into
+            check_eq("CreateBucket", 200, status_of(Wire.read_response(sock)))
+            # Counted from before the head is sent: the server's deadline starts later.
+            start = time.monotonic()
+            sock.sendall(wire.signed_head("PUT", "/slow-body/key", {"Content-Length": "1000"}))
+            received, _ = wait_closed(sock, trickle=b"a")
+        took = time.monotonic() - start
+        check(took >= BODY_TIMEOUT, f"closed after {took:.2f} s, before the deadline")
+        check_eq("status of a body that missed its deadline", 400, status_of(received))
+        check(b"<Code>RequestTimeout</Code>" in received, f"body: {received[-300:]!r}")
+        check(srv.alive(), "the server died")
+
+
 def main():
     with TforkServer() as srv:
         wire = Wire(srv)
         test_iam_head_checks(srv, wire)
+        test_unauthenticated_bodies(wire)
         check(srv.alive(), "the server died")
+    test_body_deadline()
 
 
 if __name__ == "__main__":

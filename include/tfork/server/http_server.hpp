@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,14 @@ struct HttpLimits {
   // of the previous response on it), however steadily it trickles in; else 400
   // RequestTimeout (once its request line has arrived) and the connection is closed.
   unsigned head_timeout_seconds = 30;
+  // A request body must have arrived within this many seconds of its head being admitted,
+  // plus one second per `body_min_rate` bytes it declares (a 5 GiB upload at a steady 1 MiB/s
+  // is never cut off); else 400 RequestTimeout and the connection is closed.
+  unsigned body_timeout_seconds = 300;
+  std::uint64_t body_min_rate = std::uint64_t{1} << 20;  // bytes per second
+  // Bodies read before their signature can be verified (IAM calls that sign their body's hash,
+  // 16 KiB at most each) held at once; more are answered 503 SlowDown.
+  unsigned unauthenticated_bodies = 64;
   unsigned event_threads = 2;  // epoll loops; reads run inline on them
   // Threads that run requests which may change the store (they mostly wait for its group
   // commit, so as many can wait as there are writes to batch).
