@@ -18,8 +18,10 @@
 // values are taken as received: nothing is decoded before the signature is checked.
 //
 // Around that, per connection (a Link): a cap on connections open at once (the few accepted
-// beyond it answer 503 SlowDown and close), and a total deadline for each request head, kept
-// by the timer thread, which closes a connection whose head trickles in for too long.
+// beyond it answer 503 SlowDown and close), of which a quarter is kept from anonymous
+// connections awaiting a head (the oldest of them is closed to make room); a cap per peer
+// address (libmicrohttpd's); and a total deadline for each request head and each body, kept by
+// the timer thread, which closes a connection whose head or body trickles in for too long.
 #include "tfork/server/http_server.hpp"
 
 #include "tfork/server/errors.hpp"
@@ -38,6 +40,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <functional>
+#include <list>
 #include <microhttpd.h>
 #include <mutex>
 #include <netdb.h>
@@ -66,9 +69,16 @@ using SteadyClock = std::chrono::steady_clock;
 // are guarded by Impl::timer_mutex: the event thread owning the connection and the timer
 // thread both use them. `fd` is only touched while `open` (libmicrohttpd closes it after
 // reporting the connection closed), so a reused descriptor is never shut down by mistake.
+struct Link;
+using LinkHolder = std::shared_ptr<Link>;
+
 struct Link {
   int fd = -1;
   bool open = true;
+  // A request on it was authenticated: it no longer counts as anonymous.
+  bool vouched = false;
+  // Its place in Impl::anonymous_heads while it is anonymous and awaiting a head.
+  std::optional<std::list<LinkHolder>::iterator> anonymous_place;
   bool over_cap = false;        // beyond the connection limit: answered 503 SlowDown
   bool awaiting_head = true;    // between requests, or the head has not fully arrived
   bool request_line = false;    // the current head's request line has arrived
@@ -81,8 +91,7 @@ struct Link {
   SteadyClock::time_point queued_due = SteadyClock::time_point::max();
 };
 
-// The socket context of a connection: its Link, shared with the timer thread's queue.
-using LinkHolder = std::shared_ptr<Link>;
+// The socket context of a connection is its LinkHolder, shared with the timer thread's queue.
 
 LinkHolder* holder_of(MHD_Connection* connection) {
   const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -308,6 +317,11 @@ struct HttpServer::Impl {
   bool timer_stop = false;
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
+  // Anonymous connections (no request on them authenticated yet) awaiting a head, oldest
+  // first. A quarter of the connection limit is kept from them, for connections that have
+  // authenticated: past the rest, the oldest is closed to make room for a new connection, so
+  // slow heads cannot keep signed requests out. Guarded by timer_mutex.
+  std::list<LinkHolder> anonymous_heads;
   std::atomic<unsigned> unauthenticated_bodies{0};  // held by exchanges (HttpLimits)
 
   // Writer threads: requests that may change the store, each with its connection suspended
@@ -469,6 +483,7 @@ struct HttpServer::Impl {
     link->request_line = false;
     link->receiving_body = false;
     arm(link, SteadyClock::now() + head_time(*link));
+    add_anonymous_head(link);
   }
 
   // The timer thread, when a connection's deadline entry comes due (timer_mutex held).
@@ -481,18 +496,48 @@ struct HttpServer::Impl {
       arm(link, link->deadline);
       return;
     }
-    link->closing = true;
     if (link->receiving_body) {
       spdlog::debug("http: request body not complete within its deadline: closing the connection");
-      answer_directly(link->fd, plain_error(Err::request_timeout));
     } else if (link->request_line) {
-      // A request whose line has arrived is told why; a connection idle between requests is
-      // just closed (a client might be sending its next request at this very moment).
       spdlog::debug("http: request head not complete within {} s: closing the connection",
                     head_time(*link).count());
-      answer_directly(link->fd, plain_error(Err::request_timeout));
     }
-    ::shutdown(link->fd, SHUT_RDWR);
+    cut_off(*link, Err::request_timeout);
+  }
+
+  // Closes a connection from outside libmicrohttpd (timer_mutex held). A request whose line
+  // has arrived is told why, with `reason`; a connection idle between requests is just closed
+  // (a client might be sending its next request at this very moment).
+  static void cut_off(Link& link, Err reason) {
+    link.closing = true;
+    if (link.request_line || link.receiving_body) answer_directly(link.fd, plain_error(reason));
+    ::shutdown(link.fd, SHUT_RDWR);
+  }
+
+  // Counts `link` among the anonymous connections awaiting a head, and closes the oldest of
+  // them when there are more than the limit leaves them (timer_mutex held).
+  void add_anonymous_head(const LinkHolder& link) {
+    if (link->vouched || link->over_cap || link->anonymous_place) return;
+    link->anonymous_place = anonymous_heads.insert(anonymous_heads.end(), link);
+    const auto reserve = limits.connection_limit / 4;
+    if (anonymous_heads.size() > limits.connection_limit - reserve) close_oldest_anonymous_head();
+  }
+
+  void remove_anonymous_head(Link& link) {  // timer_mutex held
+    if (!link.anonymous_place) return;
+    anonymous_heads.erase(*link.anonymous_place);
+    link.anonymous_place.reset();
+  }
+
+  // Makes room for a new connection (timer_mutex held). False when there was none to close.
+  bool close_oldest_anonymous_head() {
+    if (anonymous_heads.empty()) return false;
+    const auto oldest = anonymous_heads.front();
+    remove_anonymous_head(*oldest);
+    if (!oldest->open || oldest->closing) return true;  // already on its way out
+    spdlog::debug("http: closing the oldest anonymous connection awaiting a head for a new one");
+    cut_off(*oldest, Err::slow_down);
+    return true;
   }
 
   // libmicrohttpd refused this thread's current request for its Content-Length (see
@@ -529,9 +574,11 @@ struct HttpServer::Impl {
     ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     auto link = std::make_shared<Link>();
     link->fd = info->connect_fd;
-    link->over_cap = open_connections.fetch_add(1) + 1 > limits.connection_limit;
+    const bool beyond_limit = open_connections.fetch_add(1) + 1 > limits.connection_limit;
     {
       std::lock_guard lock(timer_mutex);
+      // Beyond the limit, the oldest anonymous head gives its place to this connection.
+      link->over_cap = beyond_limit && !close_oldest_anonymous_head();
       start_head(link);
     }
     *socket_context = new LinkHolder(std::move(link));
@@ -544,6 +591,7 @@ struct HttpServer::Impl {
     {
       std::lock_guard lock(timer_mutex);
       (*holder)->open = false;
+      remove_anonymous_head(**holder);
     }
     open_connections.fetch_sub(1);
     delete holder;
@@ -558,13 +606,16 @@ struct HttpServer::Impl {
     if (!link) return true;
     std::lock_guard lock(timer_mutex);
     link->awaiting_head = false;
+    remove_anonymous_head(*link);
     return !link->closing;
   }
 
-  // An admitted request's body is about to be read. A body whose signature can only be
-  // verified once it has arrived takes one of the few slots for such bodies, or is refused
-  // 503 SlowDown (returned); every body gets its deadline.
-  std::optional<Response> begin_body(MHD_Connection* connection, Exchange& exchange) {
+  // A request was admitted; its body, if any, is about to be read. An authenticated request
+  // vouches for its connection. A body whose signature can only be verified once it has
+  // arrived takes one of the few slots for such bodies, or is refused 503 SlowDown (returned);
+  // every body gets its deadline.
+  std::optional<Response> on_admitted(MHD_Connection* connection, Exchange& exchange) {
+    if (exchange.admission->auth) vouch(connection);
     const auto* length_text = exchange.head.header("content-length");
     std::uint64_t length = 0;
     if (length_text)
@@ -594,6 +645,13 @@ struct HttpServer::Impl {
     (*holder)->receiving_body = true;
     arm(*holder, SteadyClock::now() + allowed);
     return std::nullopt;
+  }
+
+  void vouch(MHD_Connection* connection) {
+    Link* link = link_of(connection);
+    if (!link || link->vouched) return;  // only its own event thread sets it
+    std::lock_guard lock(timer_mutex);
+    link->vouched = true;
   }
 
   // The body has arrived: its deadline no longer applies. False when the connection was
@@ -690,7 +748,7 @@ struct HttpServer::Impl {
           return queue(connection, std::move(admitted.error()), exchange.head.method == "HEAD");
         }
         exchange.admission = std::move(*admitted);
-        if (auto refusal = begin_body(connection, exchange)) {
+        if (auto refusal = on_admitted(connection, exchange)) {
           exchange.phase = Phase::done;
           return queue(connection, std::move(*refusal), exchange.head.method == "HEAD");
         }
@@ -885,7 +943,7 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
       impl.limits.idle_timeout_seconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
       MHD_OPTION_URI_LOG_CALLBACK, uri_log, &impl, MHD_OPTION_NOTIFY_COMPLETED, completed, &impl,
       MHD_OPTION_NOTIFY_CONNECTION, notify, &impl, MHD_OPTION_UNESCAPE_CALLBACK, keep, nullptr,
-      MHD_OPTION_END);
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, impl.limits.per_peer_limit, MHD_OPTION_END);
   if (!impl.daemon) {
     ::close(impl.listen_fd);
     impl.listen_fd = -1;

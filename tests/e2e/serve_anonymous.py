@@ -9,6 +9,11 @@
   the body never sent. Such a call from a real signer still works.
 * At most 64 such bodies are read at once: the next is answered 503 SlowDown at once, and
   once one of them ends another is admitted.
+* Slow heads cannot keep signed requests out: with `--max-connections 64`, 200 connections that
+  never finish their head leave room for 20 signed GETs on new connections, each answered 200
+  (the oldest anonymous heads are closed to make room).
+* `--max-connections-per-peer N`: the N+1th connection from one address is closed unanswered,
+  and once one of the N closes a new one is served.
 * Every body has a deadline (`--body-timeout S`): a signed PUT whose body trickles in one byte
   every 0.5 s is answered 400 RequestTimeout and closed once S seconds have passed.
 Every wait is for a state (a response, a closed socket) with a generous deadline.
@@ -146,6 +151,81 @@ def test_unauthenticated_bodies(wire):
             sock.close()
 
 
+def signed_get(wire, sock):
+    sock.sendall(wire.signed_head("GET", "/"))
+    return Wire.read_response(sock)
+
+
+def test_slow_heads():
+    cap, slow_count = 64, 200
+    with TforkServer(["--max-connections", str(cap), "--max-connections-per-peer", "0"]) as srv:
+        wire = Wire(srv)
+        step(f"{slow_count} slow heads against --max-connections {cap}")
+        slow = []
+        try:
+            for i in range(slow_count):
+                sock = wire.connect(timeout=GENEROUS)
+                sock.sendall(f"GET /slow/{i} HTTP/1.1\r\nHost: x\r\nX-Slow: ".encode())
+                slow.append(sock)
+            step("20 signed GETs, each on a new connection, are answered 200")
+            for _ in range(20):
+                with wire.connect(timeout=GENEROUS) as sock:
+                    check_eq("status of a signed GET among slow heads", 200,
+                             status_of(signed_get(wire, sock)))
+            step("the oldest slow head was closed to make room")
+            wait_closed(slow[0])
+        finally:
+            for sock in slow:
+                sock.close()
+        check(srv.alive(), "the server died")
+
+
+def closed_unanswered(sock):
+    """Whether the server closed `sock` without answering the request sent on it."""
+    try:
+        return Wire.read_response(sock) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_per_peer():
+    per_peer = 4
+    with TforkServer(["--max-connections-per-peer", str(per_peer)]) as srv:
+        wire = Wire(srv)
+        step(f"{per_peer} keep-alive connections from 127.0.0.1, each answered")
+        held = []
+        try:
+            for _ in range(per_peer):
+                sock = wire.connect(timeout=GENEROUS)
+                held.append(sock)
+                check_eq("status within the per-peer cap", 200, status_of(signed_get(wire, sock)))
+            step("one more from the same address is closed unanswered")
+            with wire.connect(timeout=GENEROUS) as sock:
+                try:
+                    sock.sendall(wire.signed_head("GET", "/"))
+                except OSError:
+                    pass  # closed even before the request went out
+                check(closed_unanswered(sock), "a connection beyond the per-peer cap was served")
+            step("once one closes, a new connection is served")
+            held.pop(0).close()
+            deadline = time.monotonic() + GENEROUS
+            while True:
+                with wire.connect(timeout=GENEROUS) as sock:
+                    try:
+                        response = signed_get(wire, sock)
+                    except (ConnectionResetError, BrokenPipeError):
+                        response = b""
+                if response:
+                    check_eq("status once a slot freed", 200, status_of(response))
+                    break
+                check(time.monotonic() < deadline, "no connection served after one closed")
+                time.sleep(0.1)
+        finally:
+            for sock in held:
+                sock.close()
+        check(srv.alive(), "the server died")
+
+
 def test_body_deadline():
     with TforkServer(["--body-timeout", str(BODY_TIMEOUT)]) as srv:
         wire = Wire(srv)
@@ -170,6 +250,8 @@ def main():
         test_iam_head_checks(srv, wire)
         test_unauthenticated_bodies(wire)
         check(srv.alive(), "the server died")
+    test_slow_heads()
+    test_per_peer()
     test_body_deadline()
 
 

@@ -22,8 +22,14 @@ struct HttpLimits {
   // Connections open at once. Up to `refusal_reserve` more are accepted only to answer their
   // first request 503 SlowDown and close; beyond that libmicrohttpd closes new connections
   // at accept and then leaves them in the listen backlog until a slot frees.
+  // A quarter of them is kept from anonymous connections (none of whose requests has been
+  // authenticated) that are awaiting a head: past the rest, the oldest such connection is
+  // closed to make room for a new one, so that slow heads cannot keep signed requests out.
   unsigned connection_limit = 4096;
   unsigned refusal_reserve = 64;
+  // Connections open at once from one peer address (0: no limit); libmicrohttpd closes more
+  // at accept.
+  unsigned per_peer_limit = 256;
   unsigned idle_timeout_seconds = 30;  // a connection silent this long is closed
   // A request head must be complete within this many seconds of the connection opening (or
   // of the previous response on it), however steadily it trickles in; else 400
