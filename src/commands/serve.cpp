@@ -45,7 +45,7 @@ struct ServeCliOptions {
   std::string quirks;
   int consistency_delay_ms = 0;
   int max_connections = 4096;
-  int max_connections_per_peer = 256;
+  int max_anonymous_per_peer = 1024;
   int head_timeout_seconds = 30;
   int body_timeout_seconds = 300;
   bool verify = false;
@@ -169,9 +169,9 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   if (cli.max_connections < 1 || cli.max_connections > 1'000'000)
     usage_error("--max-connections must be between 1 and 1000000");
   options.max_connections = cli.max_connections;
-  if (cli.max_connections_per_peer < 0 || cli.max_connections_per_peer > 1'000'000)
-    usage_error("--max-connections-per-peer must be between 0 (no limit) and 1000000");
-  options.max_connections_per_peer = cli.max_connections_per_peer;
+  if (cli.max_anonymous_per_peer < 0 || cli.max_anonymous_per_peer > 1'000'000)
+    usage_error("--max-anonymous-per-peer must be between 0 (no limit) and 1000000");
+  options.max_anonymous_per_peer = cli.max_anonymous_per_peer;
   if (cli.head_timeout_seconds < 1 || cli.head_timeout_seconds > 3600)
     usage_error("--head-timeout must be between 1 and 3600 seconds");
   options.head_timeout_seconds = cli.head_timeout_seconds;
@@ -327,9 +327,9 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "(default 4096)")
       ->type_name("N");
   command
-      ->add_option("--max-connections-per-peer", cli->max_connections_per_peer,
-                   "Connections open at once from one address; more are closed at once "
-                   "(0: no limit; default 256)")
+      ->add_option("--max-anonymous-per-peer", cli->max_anonymous_per_peer,
+                   "Connections from one address not yet authenticated and awaiting a request "
+                   "head; past it the address's oldest is closed (0: no limit; default 1024)")
       ->type_name("N");
   command
       ->add_option("--head-timeout", cli->head_timeout_seconds,

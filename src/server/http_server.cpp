@@ -19,8 +19,8 @@
 //
 // Around that, per connection (a Link): a cap on connections open at once (the few accepted
 // beyond it answer 503 SlowDown and close), of which a quarter is kept from anonymous
-// connections awaiting a head (the oldest of them is closed to make room); a cap per peer
-// address (libmicrohttpd's); and a total deadline for each request head and each body, kept by
+// connections awaiting a head (the oldest of them is closed to make room), and at most a
+// few of those per peer address; and a total deadline for each request head and each body, kept by
 // the timer thread, which closes a connection whose head or body trickles in for too long.
 #include "tfork/server/http_server.hpp"
 
@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <unordered_map>
 #include <vector>
 
 namespace tfork::server {
@@ -77,8 +78,11 @@ struct Link {
   bool open = true;
   // A request on it was authenticated: it no longer counts as anonymous.
   bool vouched = false;
-  // Its place in Impl::anonymous_heads while it is anonymous and awaiting a head.
+  std::string peer;  // the peer's address, as raw bytes
+  // Its places in Impl::anonymous_heads and in its peer's list there while it is anonymous
+  // and awaiting a head.
   std::optional<std::list<LinkHolder>::iterator> anonymous_place;
+  std::optional<std::list<LinkHolder>::iterator> peer_place;
   bool over_cap = false;        // beyond the connection limit: answered 503 SlowDown
   bool awaiting_head = true;    // between requests, or the head has not fully arrived
   bool request_line = false;    // the current head's request line has arrived
@@ -142,6 +146,20 @@ thread_local std::vector<PendingHead> t_pending_heads;
 void forget_pending(MHD_Connection* connection) {
   std::erase_if(t_pending_heads,
                 [connection](const PendingHead& p) { return p.connection == connection; });
+}
+
+// A peer's address as raw bytes (4 or 16), the key of its anonymous connections.
+std::string peer_of(const sockaddr* address) {
+  if (!address) return {};
+  if (address->sa_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in*>(address)->sin_addr;
+    return std::string(reinterpret_cast<const char*>(&in), sizeof in);
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    return std::string(reinterpret_cast<const char*>(&in6), sizeof in6);
+  }
+  return {};
 }
 
 bool is_decimal_length(std::string_view text) {
@@ -318,10 +336,13 @@ struct HttpServer::Impl {
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
   // Anonymous connections (no request on them authenticated yet) awaiting a head, oldest
-  // first. A quarter of the connection limit is kept from them, for connections that have
-  // authenticated: past the rest, the oldest is closed to make room for a new connection, so
-  // slow heads cannot keep signed requests out. Guarded by timer_mutex.
+  // first: all of them, and each peer's. A quarter of the connection limit is kept from them,
+  // for connections that have authenticated: past the rest, the oldest is closed to make room
+  // for a new connection, so slow heads cannot keep signed requests out; and past
+  // HttpLimits::anonymous_per_peer of one peer's, that peer's oldest, so one peer cannot
+  // push out everyone else's. Guarded by timer_mutex.
   std::list<LinkHolder> anonymous_heads;
+  std::unordered_map<std::string, std::list<LinkHolder>> anonymous_heads_of_peer;
   std::atomic<unsigned> unauthenticated_bodies{0};  // held by exchanges (HttpLimits)
 
   // Writer threads: requests that may change the store, each with its connection suspended
@@ -515,29 +536,35 @@ struct HttpServer::Impl {
   }
 
   // Counts `link` among the anonymous connections awaiting a head, and closes the oldest of
-  // them when there are more than the limit leaves them (timer_mutex held).
+  // its peer's or of all when there are more than the limits leave them (timer_mutex held).
   void add_anonymous_head(const LinkHolder& link) {
     if (link->vouched || link->over_cap || link->anonymous_place) return;
     link->anonymous_place = anonymous_heads.insert(anonymous_heads.end(), link);
+    auto& of_peer = anonymous_heads_of_peer[link->peer];
+    link->peer_place = of_peer.insert(of_peer.end(), link);
     const auto reserve = limits.connection_limit / 4;
-    if (anonymous_heads.size() > limits.connection_limit - reserve) close_oldest_anonymous_head();
+    if (limits.anonymous_per_peer > 0 && of_peer.size() > limits.anonymous_per_peer)
+      close_anonymous_head(of_peer.front());
+    else if (anonymous_heads.size() > limits.connection_limit - reserve)
+      close_anonymous_head(anonymous_heads.front());
   }
 
   void remove_anonymous_head(Link& link) {  // timer_mutex held
     if (!link.anonymous_place) return;
     anonymous_heads.erase(*link.anonymous_place);
     link.anonymous_place.reset();
+    const auto of_peer = anonymous_heads_of_peer.find(link.peer);
+    of_peer->second.erase(*link.peer_place);
+    link.peer_place.reset();
+    if (of_peer->second.empty()) anonymous_heads_of_peer.erase(of_peer);
   }
 
-  // Makes room for a new connection (timer_mutex held). False when there was none to close.
-  bool close_oldest_anonymous_head() {
-    if (anonymous_heads.empty()) return false;
-    const auto oldest = anonymous_heads.front();
-    remove_anonymous_head(*oldest);
-    if (!oldest->open || oldest->closing) return true;  // already on its way out
-    spdlog::debug("http: closing the oldest anonymous connection awaiting a head for a new one");
-    cut_off(*oldest, Err::slow_down);
-    return true;
+  // Closes an anonymous connection awaiting a head, to make room (timer_mutex held).
+  void close_anonymous_head(LinkHolder link) {
+    remove_anonymous_head(*link);
+    if (!link->open || link->closing) return;  // already on its way out
+    spdlog::debug("http: closing an old anonymous connection awaiting a head for a new one");
+    cut_off(*link, Err::slow_down);
   }
 
   // libmicrohttpd refused this thread's current request for its Content-Length (see
@@ -574,11 +601,16 @@ struct HttpServer::Impl {
     ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     auto link = std::make_shared<Link>();
     link->fd = info->connect_fd;
+    if (const auto* address =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) {
+      link->peer = peer_of(address->client_addr);
+    }
     const bool beyond_limit = open_connections.fetch_add(1) + 1 > limits.connection_limit;
     {
       std::lock_guard lock(timer_mutex);
       // Beyond the limit, the oldest anonymous head gives its place to this connection.
-      link->over_cap = beyond_limit && !close_oldest_anonymous_head();
+      link->over_cap = beyond_limit && anonymous_heads.empty();
+      if (beyond_limit && !link->over_cap) close_anonymous_head(anonymous_heads.front());
       start_head(link);
     }
     *socket_context = new LinkHolder(std::move(link));
@@ -943,7 +975,7 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
       impl.limits.idle_timeout_seconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
       MHD_OPTION_URI_LOG_CALLBACK, uri_log, &impl, MHD_OPTION_NOTIFY_COMPLETED, completed, &impl,
       MHD_OPTION_NOTIFY_CONNECTION, notify, &impl, MHD_OPTION_UNESCAPE_CALLBACK, keep, nullptr,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, impl.limits.per_peer_limit, MHD_OPTION_END);
+      MHD_OPTION_END);
   if (!impl.daemon) {
     ::close(impl.listen_fd);
     impl.listen_fd = -1;

@@ -27,9 +27,10 @@ struct HttpLimits {
   // closed to make room for a new one, so that slow heads cannot keep signed requests out.
   unsigned connection_limit = 4096;
   unsigned refusal_reserve = 64;
-  // Connections open at once from one peer address (0: no limit); libmicrohttpd closes more
-  // at accept.
-  unsigned per_peer_limit = 256;
+  // Anonymous connections awaiting a head from one peer address (0: no limit); past it the
+  // peer's oldest is closed, so one peer cannot push out everyone else's. The default is the
+  // CLI's largest --concurrency, so the burst of new connections of one tfork never meets it.
+  unsigned anonymous_per_peer = 1024;
   unsigned idle_timeout_seconds = 30;  // a connection silent this long is closed
   // A request head must be complete within this many seconds of the connection opening (or
   // of the previous response on it), however steadily it trickles in; else 400
