@@ -28,7 +28,7 @@ _tfork_options() {
     'mcp config') echo '--source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --read-only --max-inline-bytes --manifest-dir' ;;
     'run') echo '-n --count --prefix --snapshot --any-version --snapshot-name --keys --expires-in --manifest --keep --keep-on-interrupt --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env --usage' ;;
-    'serve') echo '--data --listen --allow-remote --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout --verify' ;;
+    'serve') echo '--data --listen --allow-remote --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --max-anonymous-per-peer --head-timeout --body-timeout --verify' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than --unused' ;;
     'snapshot take') echo '--name' ;;
@@ -51,7 +51,7 @@ _tfork_value_options() {
     'mcp config') echo '--source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'mcp install') echo '--config-path --source --manifest --fork --max-inline-bytes --manifest-dir' ;;
     'run') echo '-n --count --prefix --snapshot --snapshot-name --keys --expires-in --manifest --keep --parallel --logs --timeout --sandbox --workdir --bind --ro-bind --env' ;;
-    'serve') echo '--data --listen --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --head-timeout' ;;
+    'serve') echo '--data --listen --env-file --root-access-key --root-secret-key-file --latency --fail-rate --durability --quirks --consistency-delay --max-connections --max-anonymous-per-peer --head-timeout --body-timeout' ;;
     'snapshot ls') echo '--limit' ;;
     'snapshot prune') echo '--keep-last --older-than' ;;
     'snapshot take') echo '--name' ;;

@@ -45,7 +45,9 @@ struct ServeCliOptions {
   std::string quirks;
   int consistency_delay_ms = 0;
   int max_connections = 4096;
+  int max_anonymous_per_peer = 1024;
   int head_timeout_seconds = 30;
+  int body_timeout_seconds = 300;
   bool verify = false;
   bool allow_remote = false;
   std::string env_file;
@@ -167,9 +169,15 @@ server::ServeOptions to_serve_options(const ServeCliOptions& cli, const cli::Env
   if (cli.max_connections < 1 || cli.max_connections > 1'000'000)
     usage_error("--max-connections must be between 1 and 1000000");
   options.max_connections = cli.max_connections;
+  if (cli.max_anonymous_per_peer < 0 || cli.max_anonymous_per_peer > 1'000'000)
+    usage_error("--max-anonymous-per-peer must be between 0 (no limit) and 1000000");
+  options.max_anonymous_per_peer = cli.max_anonymous_per_peer;
   if (cli.head_timeout_seconds < 1 || cli.head_timeout_seconds > 3600)
     usage_error("--head-timeout must be between 1 and 3600 seconds");
   options.head_timeout_seconds = cli.head_timeout_seconds;
+  if (cli.body_timeout_seconds < 1 || cli.body_timeout_seconds > 86400)
+    usage_error("--body-timeout must be between 1 and 86400 seconds");
+  options.body_timeout_seconds = cli.body_timeout_seconds;
   return options;
 }
 
@@ -319,9 +327,20 @@ void register_serve(CLI::App& root, cli::Context& context) {
                    "(default 4096)")
       ->type_name("N");
   command
+      ->add_option("--max-anonymous-per-peer", cli->max_anonymous_per_peer,
+                   "Connections from one address not yet authenticated and awaiting a request "
+                   "head; past it the address's oldest is closed (0: no limit; default 1024)")
+      ->type_name("N");
+  command
       ->add_option("--head-timeout", cli->head_timeout_seconds,
                    "A request's line and headers must arrive within S seconds of the connection "
                    "opening or the previous response, else the connection is closed (default 30)")
+      ->type_name("S");
+  command
+      ->add_option("--body-timeout", cli->body_timeout_seconds,
+                   "A request's body must arrive within S seconds of its head, plus one second "
+                   "per MiB it declares, else 400 RequestTimeout and the connection is closed "
+                   "(default 300)")
       ->type_name("S");
   command->add_flag("--verify", cli->verify,
                     "Start no server: check every blob in --data against its SHA-256, print each "

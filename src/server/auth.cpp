@@ -82,14 +82,11 @@ std::string query_without_signature(std::string_view query) {
   return out;
 }
 
-// The part shared by header and query auth: look up the key, rebuild the canonical request
-// from the client's SignedHeaders and compare signatures.
-std::expected<Authenticated, S3Error> verify_signature(const Request& request, const Target& target,
-                                                       const KeyLookup& lookup,
-                                                       const sigv4::Authorization& authorization,
-                                                       std::string_view amz_date,
-                                                       std::string wire_query,
-                                                       std::string payload_hash) {
+// What header and query auth check before any signature maths: the credential scope, the
+// signed headers, and that the key exists. Gives the key.
+std::expected<KeyRecord, S3Error> check_scope(const Request& request,
+                                              const sigv4::Authorization& authorization,
+                                              std::string_view amz_date, const KeyLookup& lookup) {
   if (authorization.service != "s3" && authorization.service != "iam") {
     return std::unexpected(auth_error(Err::authorization_header_malformed,
                                       "The credential scope's service must be s3 or iam."));
@@ -119,6 +116,19 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   }
   auto key = lookup(authorization.access_key_id);
   if (!key) return std::unexpected(auth_error(Err::invalid_access_key_id));
+  return std::move(*key);
+}
+
+// The part shared by header and query auth: check the scope, rebuild the canonical request
+// from the client's SignedHeaders and compare signatures.
+std::expected<Authenticated, S3Error> verify_signature(const Request& request, const Target& target,
+                                                       const KeyLookup& lookup,
+                                                       const sigv4::Authorization& authorization,
+                                                       std::string_view amz_date,
+                                                       std::string wire_query,
+                                                       std::string payload_hash) {
+  auto key = check_scope(request, authorization, amz_date, lookup);
+  if (!key) return std::unexpected(std::move(key.error()));
 
   sigv4::Request canonical_input;
   canonical_input.method = request.method;
@@ -168,10 +178,17 @@ std::expected<Authenticated, S3Error> verify_signature(const Request& request, c
   return out;
 }
 
-std::expected<Authenticated, S3Error> header_auth(const Request& request, const Target& target,
-                                                  const KeyLookup& lookup,
-                                                  const AuthOptions& options,
-                                                  std::string_view header_value) {
+// An Authorization header, parsed, with the signing time it names.
+struct HeaderSigning {
+  sigv4::Authorization authorization;
+  std::string amz_date;
+};
+
+// Parses the Authorization header and the signing time (x-amz-date, else Date), and checks
+// the time against the server's clock.
+std::expected<HeaderSigning, S3Error> header_signing(const Request& request,
+                                                     std::string_view header_value,
+                                                     Clock::time_point now) {
   if (!header_value.starts_with(k_algorithm)) {
     return std::unexpected(auth_error(Err::authorization_header_malformed,
                                       "Only AWS4-HMAC-SHA256 (SigV4) is supported."));
@@ -195,9 +212,17 @@ std::expected<Authenticated, S3Error> header_auth(const Request& request, const 
     return std::unexpected(auth_error(
         Err::access_denied, "AWS authentication requires a valid Date or x-amz-date header"));
   }
-  const auto skew = options.now > *time ? options.now - *time : *time - options.now;
+  const auto skew = now > *time ? now - *time : *time - now;
   if (skew > k_max_clock_skew) return std::unexpected(auth_error(Err::request_time_too_skewed));
+  return HeaderSigning{std::move(*authorization), std::move(amz_date)};
+}
 
+std::expected<Authenticated, S3Error> header_auth(const Request& request, const Target& target,
+                                                  const KeyLookup& lookup,
+                                                  const AuthOptions& options,
+                                                  std::string_view header_value) {
+  auto signing = header_signing(request, header_value, options.now);
+  if (!signing) return std::unexpected(std::move(signing.error()));
   std::string payload_hash;
   if (const auto* value = request.header("x-amz-content-sha256")) {
     payload_hash = *value;
@@ -210,8 +235,8 @@ std::expected<Authenticated, S3Error> header_auth(const Request& request, const 
   } else {
     return std::unexpected(auth_error(Err::missing_content_sha256));
   }
-  return verify_signature(request, target, lookup, *authorization, amz_date, target.wire_query,
-                          std::move(payload_hash));
+  return verify_signature(request, target, lookup, signing->authorization, signing->amz_date,
+                          target.wire_query, std::move(payload_hash));
 }
 
 std::expected<Authenticated, S3Error> query_auth(const Request& request, const Target& target,
@@ -290,6 +315,19 @@ bool signatures_equal(std::string_view a, std::string_view b) {
     diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   }
   return diff == 0;
+}
+
+std::expected<void, S3Error> check_before_body(const Request& request, const KeyLookup& lookup,
+                                               Clock::time_point now) {
+  const auto* header = request.header("authorization");
+  if (!header) {
+    return std::unexpected(auth_error(Err::access_denied, "Anonymous access is not allowed."));
+  }
+  auto signing = header_signing(request, *header, now);
+  if (!signing) return std::unexpected(std::move(signing.error()));
+  auto key = check_scope(request, signing->authorization, signing->amz_date, lookup);
+  if (!key) return std::unexpected(std::move(key.error()));
+  return {};
 }
 
 std::expected<Authenticated, S3Error> authenticate(const Request& request, const Target& target,

@@ -288,6 +288,38 @@ std::optional<std::uint64_t> declared_length(const Request& request) {
   return length;
 }
 
+// A POST to the service root is an IAM call (tigris-wire §3.2) that may sign its body's hash
+// rather than send x-amz-content-sha256: its signature can only be verified with its body.
+bool signs_body_hash(const Request& head, const Target& target) {
+  return head.method == "POST" && target.bucket.empty() && !head.header("x-amz-content-sha256") &&
+         head.header("authorization");
+}
+
+// IAM calls are small forms (CreateAccessKeyWithBucketsRole with a few dozen buckets is under
+// 4 KiB); bodies read before their signature is verified are held to this.
+constexpr std::uint64_t k_max_unsigned_iam_body = 16 * 1024;
+
+// Before the body of such a call is read, whoever sends it has to name a key that exists, in a
+// credential scope of the right service and date, signed within the allowed skew; and its body
+// must be small and of a declared length. Anyone else is answered from the head, so reading
+// bodies cannot be had for the price of an Authorization header.
+std::expected<void, S3Error> admit_unsigned_iam_body(const Request& head, const KeyLookup& keys,
+                                                     Clock::time_point now) {
+  if (auto checked = check_before_body(head, keys, now); !checked) return checked;
+  const auto length = declared_length(head);
+  // No Content-Length with a body is Transfer-Encoding: chunked, of any length.
+  if ((!length && head.header("transfer-encoding")) ||
+      (length && *length > k_max_unsigned_iam_body)) {
+    return std::unexpected(make_error(
+        Err::max_message_length_exceeded,
+        fmt::format(
+            "An IAM request signed without x-amz-content-sha256 must declare its "
+            "Content-Length, of at most {} KiB; send x-amz-content-sha256 for a larger one.",
+            k_max_unsigned_iam_body / 1024)));
+  }
+  return {};
+}
+
 }  // namespace
 
 Handler::Handler(store::Store& store, HandlerOptions options)
@@ -358,11 +390,10 @@ std::expected<Admission, Response> Handler::admit(const Request& head) {
                                                         : Err::max_message_length_exceeded));
     }
   }
-  // A POST to the service root is an IAM call (tigris-wire §3.2) that may sign its body's
-  // hash rather than send x-amz-content-sha256: it is authenticated with its body.
-  if (head.method == "POST" && target.bucket.empty() && !head.header("x-amz-content-sha256") &&
-      head.header("authorization")) {
+  if (signs_body_hash(head, target)) {
     admission.json = true;
+    if (auto checked = admit_unsigned_iam_body(head, key_lookup(), admission.now); !checked)
+      return fail_with(std::move(checked.error()));
     return admission;
   }
   auto auth = authenticate(head, target, key_lookup(),

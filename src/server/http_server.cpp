@@ -18,8 +18,10 @@
 // values are taken as received: nothing is decoded before the signature is checked.
 //
 // Around that, per connection (a Link): a cap on connections open at once (the few accepted
-// beyond it answer 503 SlowDown and close), and a total deadline for each request head, kept
-// by the timer thread, which closes a connection whose head trickles in for too long.
+// beyond it answer 503 SlowDown and close), of which a quarter is kept from anonymous
+// connections awaiting a head (the oldest of them is closed to make room), and at most a
+// few of those per peer address; and a total deadline for each request head and each body, kept by
+// the timer thread, which closes a connection whose head or body trickles in for too long.
 #include "tfork/server/http_server.hpp"
 
 #include "tfork/server/errors.hpp"
@@ -38,6 +40,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <functional>
+#include <list>
 #include <microhttpd.h>
 #include <mutex>
 #include <netdb.h>
@@ -49,6 +52,7 @@
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -63,29 +67,53 @@ enum class Phase { head, delayed, body, working, done };
 
 using SteadyClock = std::chrono::steady_clock;
 
-// What the connection cap and the head deadline know of one connection. Its fields are
-// guarded by Impl::timer_mutex: the event thread owning the connection and the timer thread
-// both use them. `fd` is only touched while `open` (libmicrohttpd closes it after reporting
-// the connection closed), so a reused descriptor is never shut down by mistake.
+// What the connection cap and the head and body deadlines know of one connection. Its fields
+// are guarded by Impl::timer_mutex: the event thread owning the connection and the timer
+// thread both use them. `fd` is only touched while `open` (libmicrohttpd closes it after
+// reporting the connection closed), so a reused descriptor is never shut down by mistake.
+struct Link;
+using LinkHolder = std::shared_ptr<Link>;
+
 struct Link {
   int fd = -1;
   bool open = true;
-  bool over_cap = false;      // beyond the connection limit: answered 503 SlowDown
-  bool awaiting_head = true;  // between requests, or the head has not fully arrived
-  bool request_line = false;  // the current head's request line has arrived
-  bool closing = false;       // answered outside libmicrohttpd (deadline, bad length)
-  bool queued = false;        // has an entry in Impl::deadlines
-  SteadyClock::time_point head_deadline;
+  // A request on it was authenticated: it no longer counts as anonymous.
+  bool vouched = false;
+  std::string peer;  // the peer's address, as raw bytes
+  // Its places in Impl::anonymous_heads and in its peer's list there while it is anonymous
+  // and awaiting a head.
+  std::optional<std::list<LinkHolder>::iterator> anonymous_place;
+  std::optional<std::list<LinkHolder>::iterator> peer_place;
+  bool over_cap = false;        // beyond the connection limit: answered 503 SlowDown
+  bool awaiting_head = true;    // between requests, or the head has not fully arrived
+  bool request_line = false;    // the current head's request line has arrived
+  bool receiving_body = false;  // an admitted request's body is being read
+  bool closing = false;         // answered outside libmicrohttpd (deadline, bad length)
+  // The head's or the body's (one applies at a time), and when its entry in Impl::deadlines
+  // comes due (max: none). A later deadline is found when the entry comes due; an earlier
+  // one gets an entry of its own.
+  SteadyClock::time_point deadline;
+  SteadyClock::time_point queued_due = SteadyClock::time_point::max();
 };
 
-// The socket context of a connection: its Link, shared with the timer thread's queue.
-using LinkHolder = std::shared_ptr<Link>;
+// The socket context of a connection is its LinkHolder, shared with the timer thread's queue.
 
-Link* link_of(MHD_Connection* connection) {
+LinkHolder* holder_of(MHD_Connection* connection) {
   const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   if (!info || !info->socket_context) return nullptr;
-  return static_cast<LinkHolder*>(info->socket_context)->get();
+  return static_cast<LinkHolder*>(info->socket_context);
 }
+
+Link* link_of(MHD_Connection* connection) {
+  auto* holder = holder_of(connection);
+  return holder ? holder->get() : nullptr;
+}
+
+// A slot of a counted resource, given back when its holder goes.
+struct GiveBack {
+  void operator()(std::atomic<unsigned>* count) const { count->fetch_sub(1); }
+};
+using CountedSlot = std::unique_ptr<std::atomic<unsigned>, GiveBack>;
 
 struct Exchange {
   Request head;
@@ -96,7 +124,9 @@ struct Exchange {
   std::uint64_t discarded = 0;
   // An injected failure, answered after the delay; or the response handed back.
   std::optional<Response> ready;
-  bool handed_off = false;  // to a writer thread or the store: counted in Impl::unsent
+  bool handed_off = false;           // to a writer thread or the store: counted in Impl::unsent
+  bool timed_body = false;           // its body has a deadline (Link::receiving_body)
+  CountedSlot unauthenticated_body;  // one of Impl::unauthenticated_bodies, while it lives
 };
 
 // Requests of this event thread whose request line has arrived but whose head is not yet
@@ -112,6 +142,20 @@ thread_local std::vector<PendingHead> t_pending_heads;
 void forget_pending(MHD_Connection* connection) {
   std::erase_if(t_pending_heads,
                 [connection](const PendingHead& p) { return p.connection == connection; });
+}
+
+// A peer's address as raw bytes (4 or 16), the key of its anonymous connections.
+std::string peer_of(const sockaddr* address) {
+  if (!address) return {};
+  if (address->sa_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in*>(address)->sin_addr;
+    return std::string(reinterpret_cast<const char*>(&in), sizeof in);
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    return std::string(reinterpret_cast<const char*>(&in6), sizeof in6);
+  }
+  return {};
 }
 
 bool is_decimal_length(std::string_view text) {
@@ -287,6 +331,15 @@ struct HttpServer::Impl {
   bool timer_stop = false;
   std::thread timer_thread;
   std::atomic<unsigned> open_connections{0};
+  // Anonymous connections (no request on them authenticated yet) awaiting a head, oldest
+  // first: all of them, and each peer's. A quarter of the connection limit is kept from them,
+  // for connections that have authenticated: past the rest, the oldest is closed to make room
+  // for a new connection, so slow heads cannot keep signed requests out; and past
+  // HttpLimits::anonymous_per_peer of one peer's, that peer's oldest, so one peer cannot
+  // push out everyone else's. Guarded by timer_mutex.
+  std::list<LinkHolder> anonymous_heads;
+  std::unordered_map<std::string, std::list<LinkHolder>> anonymous_heads_of_peer;
+  std::atomic<unsigned> unauthenticated_bodies{0};  // held by exchanges (HttpLimits)
 
   // Writer threads: requests whose run may wait for the store (Handler::may_wait), each with
   // its connection suspended until its response is ready. Jobs already queued are finished
@@ -426,9 +479,9 @@ struct HttpServer::Impl {
         timers.pop();
       }
       while (!deadlines.empty() && deadlines.top().due <= now) {
-        auto link = deadlines.top().link;
+        const auto entry = deadlines.top();
         deadlines.pop();
-        check_head(link, now);
+        check_deadline(entry.link, entry.due, now);
       }
       auto next = SteadyClock::time_point::max();
       if (!timers.empty()) next = timers.top().due;
@@ -457,37 +510,84 @@ struct HttpServer::Impl {
     return link.over_cap ? std::min(full, std::chrono::seconds(5)) : full;
   }
 
+  // Sets the connection's deadline (timer_mutex held).
+  void arm(const LinkHolder& link, SteadyClock::time_point due) {
+    link->deadline = due;
+    if (link->queued_due <= due) return;  // that entry finds the new deadline when it comes due
+    link->queued_due = due;
+    const bool earliest = deadlines.empty() || due < deadlines.top().due;
+    deadlines.push(Deadline{due, link});
+    if (earliest) timer_wake.notify_one();
+  }
+
   // A new head starts (the connection opened, or the previous response was sent). Called
   // with timer_mutex held.
   void start_head(const LinkHolder& link) {
     link->awaiting_head = true;
     link->request_line = false;
-    link->head_deadline = SteadyClock::now() + head_time(*link);
-    if (link->queued) return;  // its entry moves to the new deadline when it comes due
-    link->queued = true;
-    const bool earliest = deadlines.empty() || link->head_deadline < deadlines.top().due;
-    deadlines.push(Deadline{link->head_deadline, link});
-    if (earliest) timer_wake.notify_one();
+    link->receiving_body = false;
+    arm(link, SteadyClock::now() + head_time(*link));
+    add_anonymous_head(link);
   }
 
   // The timer thread, when a connection's deadline entry comes due (timer_mutex held).
-  void check_head(const LinkHolder& link, SteadyClock::time_point now) {
-    link->queued = false;
-    if (!link->open || !link->awaiting_head || link->closing) return;
-    if (link->head_deadline > now) {
-      link->queued = true;
-      deadlines.push(Deadline{link->head_deadline, link});
+  void check_deadline(const LinkHolder& link, SteadyClock::time_point entry_due,
+                      SteadyClock::time_point now) {
+    if (entry_due != link->queued_due) return;  // an earlier entry replaced this one
+    link->queued_due = SteadyClock::time_point::max();
+    if (!link->open || link->closing || !(link->awaiting_head || link->receiving_body)) return;
+    if (link->deadline > now) {
+      arm(link, link->deadline);
       return;
     }
-    link->closing = true;
-    // A request whose line has arrived is told why; a connection idle between requests is
-    // just closed (a client might be sending its next request at this very moment).
-    if (link->request_line) {
+    if (link->receiving_body) {
+      spdlog::debug("http: request body not complete within its deadline: closing the connection");
+    } else if (link->request_line) {
       spdlog::debug("http: request head not complete within {} s: closing the connection",
                     head_time(*link).count());
-      answer_directly(link->fd, plain_error(Err::request_timeout));
     }
-    ::shutdown(link->fd, SHUT_RDWR);
+    cut_off(*link, Err::request_timeout);
+  }
+
+  // Closes a connection from outside libmicrohttpd (timer_mutex held). A request whose line
+  // has arrived is told why, with `reason`; a connection idle between requests is just closed
+  // (a client might be sending its next request at this very moment).
+  static void cut_off(Link& link, Err reason) {
+    link.closing = true;
+    if (link.request_line || link.receiving_body) answer_directly(link.fd, plain_error(reason));
+    ::shutdown(link.fd, SHUT_RDWR);
+  }
+
+  // Counts `link` among the anonymous connections awaiting a head, and closes the oldest of
+  // its peer's or of all when there are more than the limits leave them (timer_mutex held).
+  void add_anonymous_head(const LinkHolder& link) {
+    if (link->vouched || link->over_cap || link->anonymous_place) return;
+    link->anonymous_place = anonymous_heads.insert(anonymous_heads.end(), link);
+    auto& of_peer = anonymous_heads_of_peer[link->peer];
+    link->peer_place = of_peer.insert(of_peer.end(), link);
+    const auto reserve = limits.connection_limit / 4;
+    if (limits.anonymous_per_peer > 0 && of_peer.size() > limits.anonymous_per_peer)
+      close_anonymous_head(of_peer.front());
+    else if (anonymous_heads.size() > limits.connection_limit - reserve)
+      close_anonymous_head(anonymous_heads.front());
+  }
+
+  void remove_anonymous_head(Link& link) {  // timer_mutex held
+    if (!link.anonymous_place) return;
+    anonymous_heads.erase(*link.anonymous_place);
+    link.anonymous_place.reset();
+    const auto of_peer = anonymous_heads_of_peer.find(link.peer);
+    of_peer->second.erase(*link.peer_place);
+    link.peer_place.reset();
+    if (of_peer->second.empty()) anonymous_heads_of_peer.erase(of_peer);
+  }
+
+  // Closes an anonymous connection awaiting a head, to make room (timer_mutex held).
+  void close_anonymous_head(LinkHolder link) {
+    remove_anonymous_head(*link);
+    if (!link->open || link->closing) return;  // already on its way out
+    spdlog::debug("http: closing an old anonymous connection awaiting a head for a new one");
+    cut_off(*link, Err::slow_down);
   }
 
   // libmicrohttpd refused this thread's current request for its Content-Length (see
@@ -524,9 +624,16 @@ struct HttpServer::Impl {
     ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     auto link = std::make_shared<Link>();
     link->fd = info->connect_fd;
-    link->over_cap = open_connections.fetch_add(1) + 1 > limits.connection_limit;
+    if (const auto* address =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS)) {
+      link->peer = peer_of(address->client_addr);
+    }
+    const bool beyond_limit = open_connections.fetch_add(1) + 1 > limits.connection_limit;
     {
       std::lock_guard lock(timer_mutex);
+      // Beyond the limit, the oldest anonymous head gives its place to this connection.
+      link->over_cap = beyond_limit && anonymous_heads.empty();
+      if (beyond_limit && !link->over_cap) close_anonymous_head(anonymous_heads.front());
       start_head(link);
     }
     *socket_context = new LinkHolder(std::move(link));
@@ -539,6 +646,7 @@ struct HttpServer::Impl {
     {
       std::lock_guard lock(timer_mutex);
       (*holder)->open = false;
+      remove_anonymous_head(**holder);
     }
     open_connections.fetch_sub(1);
     delete holder;
@@ -553,6 +661,61 @@ struct HttpServer::Impl {
     if (!link) return true;
     std::lock_guard lock(timer_mutex);
     link->awaiting_head = false;
+    remove_anonymous_head(*link);
+    return !link->closing;
+  }
+
+  // A request was admitted; its body, if any, is about to be read. An authenticated request
+  // vouches for its connection. A body whose signature can only be verified once it has
+  // arrived takes one of the few slots for such bodies, or is refused 503 SlowDown (returned);
+  // every body gets its deadline.
+  std::optional<Response> on_admitted(MHD_Connection* connection, Exchange& exchange) {
+    if (exchange.admission->auth) vouch(connection);
+    const auto* length_text = exchange.head.header("content-length");
+    std::uint64_t length = 0;
+    if (length_text)
+      std::from_chars(length_text->data(), length_text->data() + length_text->size(), length);
+    // No Content-Length and no Transfer-Encoding: no body (RFC 9112 §6.3).
+    if (length_text ? length == 0 : !exchange.head.header("transfer-encoding")) return std::nullopt;
+    if (!exchange.admission->auth) {
+      CountedSlot slot(&unauthenticated_bodies);  // given back with the exchange, or now
+      if (slot->fetch_add(1) >= limits.unauthenticated_bodies) {
+        auto refusal = slow_down_response();
+        refusal.set_header("Connection", "close");
+        refusal.set_header("Retry-After", "1");  // such bodies are small and quick
+        return refusal;
+      }
+      exchange.unauthenticated_body = std::move(slot);
+    }
+    auto* holder = holder_of(connection);
+    if (!holder) return std::nullopt;
+    // A chunked body is allowed the time of the largest body its request may carry.
+    if (!length_text)
+      length = exchange.admission->object_body ? k_max_object_body : k_max_control_body;
+    const auto allowed =
+        std::chrono::seconds(limits.body_timeout_seconds) +
+        std::chrono::seconds(length / std::max<std::uint64_t>(limits.body_min_rate, 1));
+    exchange.timed_body = true;
+    std::lock_guard lock(timer_mutex);
+    (*holder)->receiving_body = true;
+    arm(*holder, SteadyClock::now() + allowed);
+    return std::nullopt;
+  }
+
+  void vouch(MHD_Connection* connection) {
+    Link* link = link_of(connection);
+    if (!link || link->vouched) return;  // only its own event thread sets it
+    std::lock_guard lock(timer_mutex);
+    link->vouched = true;
+  }
+
+  // The body has arrived: its deadline no longer applies. False when the connection was
+  // already answered (the deadline passed) and must just close.
+  bool body_arrived(MHD_Connection* connection) {
+    Link* link = link_of(connection);
+    if (!link) return true;
+    std::lock_guard lock(timer_mutex);
+    link->receiving_body = false;
     return !link->closing;
   }
 
@@ -592,6 +755,10 @@ struct HttpServer::Impl {
   MHD_Result on_request(MHD_Connection* connection, const char* method, const char* upload_data,
                         std::size_t* upload_data_size, Exchange& exchange) {
     const bool head_request = exchange.head.method == "HEAD";
+    if (exchange.timed_body && exchange.phase == Phase::body && *upload_data_size == 0) {
+      exchange.timed_body = false;
+      if (!body_arrived(connection)) return MHD_NO;
+    }
     switch (exchange.phase) {
       case Phase::head: {
         if (!head_arrived(connection)) return MHD_NO;
@@ -636,6 +803,10 @@ struct HttpServer::Impl {
           return queue(connection, std::move(admitted.error()), exchange.head.method == "HEAD");
         }
         exchange.admission = std::move(*admitted);
+        if (auto refusal = on_admitted(connection, exchange)) {
+          exchange.phase = Phase::done;
+          return queue(connection, std::move(*refusal), exchange.head.method == "HEAD");
+        }
         exchange.receiver = handler.receiver(exchange.head, *exchange.admission);
         exchange.phase = Phase::body;
         // Returning without a response lets libmicrohttpd send 100-continue and read the body.

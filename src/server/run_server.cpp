@@ -144,7 +144,9 @@ std::optional<Error> run_server(
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   limits.event_threads = static_cast<unsigned>(std::clamp(threads, 2, 16));
   limits.connection_limit = static_cast<unsigned>(std::max(options.max_connections, 1));
+  limits.anonymous_per_peer = static_cast<unsigned>(std::max(options.max_anonymous_per_peer, 0));
   limits.head_timeout_seconds = static_cast<unsigned>(std::max(options.head_timeout_seconds, 1));
+  limits.body_timeout_seconds = static_cast<unsigned>(std::max(options.body_timeout_seconds, 1));
   HttpServer http(handler, faults, limits);
   const auto port = http.start(options.host, options.port);
   if (!port) {

@@ -64,6 +64,13 @@ std::expected<Authenticated, S3Error> authenticate(const Request& request, const
                                                    const KeyLookup& lookup,
                                                    const AuthOptions& options);
 
+// Of a request signed in its Authorization header, everything `authenticate` checks but the
+// signature itself: the header's form, the signing time against `now`, the credential scope
+// (service s3 or iam, the date of the signing time), the signed headers, and that the key
+// exists. An IAM call that signs its body's hash is checked so before its body is read.
+std::expected<void, S3Error> check_before_body(const Request& request, const KeyLookup& lookup,
+                                               Clock::time_point now);
+
 // Constant-time comparison of two signatures.
 bool signatures_equal(std::string_view a, std::string_view b);
 

@@ -23,11 +23,13 @@ struct ServeOptions {
   // the command passes these from the one it was given.
   std::string environment_root_access_key;
   std::string environment_root_secret_key;
-  int latency_ms = 0;             // delay every response, each request on its own
-  double fail_rate = 0.0;         // answer this share of requests with 503 SlowDown
-  int threads = 0;                // event threads of the HTTP server; 0: one per core
-  int max_connections = 4096;     // open at once; more are answered 503 SlowDown
-  int head_timeout_seconds = 30;  // a request head must arrive within this
+  int latency_ms = 0;                 // delay every response, each request on its own
+  double fail_rate = 0.0;             // answer this share of requests with 503 SlowDown
+  int threads = 0;                    // event threads of the HTTP server; 0: one per core
+  int max_connections = 4096;         // open at once; more are answered 503 SlowDown
+  int max_anonymous_per_peer = 1024;  // awaiting a head, from one address; 0: no limit
+  int head_timeout_seconds = 30;      // a request head must arrive within this
+  int body_timeout_seconds = 300;     // a body within this of its head (plus 1 s per MiB)
   store::Durability durability = store::Durability::normal;
   VarianceOptions variance;  // --quirks, --consistency-delay
 };
