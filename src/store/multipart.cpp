@@ -53,6 +53,7 @@ std::unexpected<StoreError> no_upload(std::string_view upload_id) {
 Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::string_view key,
                                               NewObject meta) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
@@ -175,6 +176,7 @@ void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
 Result<ObjectInfo> SqliteStore::complete_upload(
     std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts,
     std::optional<Metadata> checksums, WriteConditions conditions) {
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);
@@ -225,7 +227,7 @@ Result<ObjectInfo> SqliteStore::complete_upload(
 }
 
 Result<void> SqliteStore::abort_upload(std::string_view upload_id) {
-  return write([&](WriteCtx& ctx) -> Result<void> {
+  return write_freeing([&](WriteCtx& ctx) -> Result<void> {
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
     remove_upload(ctx, upload_id);
     return {};

@@ -404,7 +404,7 @@ Result<void> SqliteStore::delete_object(std::string_view bucket, std::string_vie
 Result<std::optional<Seq>> SqliteStore::delete_object_version(std::string_view bucket,
                                                               std::string_view key) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
-  return write([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
+  return write_freeing([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     // §6.6: a tombstone only when the key is visible (through the chain); else a no-op.
@@ -421,6 +421,7 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
                                             std::optional<NewObject> replace,
                                             WriteConditions conditions) {
   if (!valid_key(dst_key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto src = find_bucket(ctx.db, src_bucket);
     if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(src_bucket));

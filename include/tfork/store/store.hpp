@@ -35,6 +35,10 @@
 //   removed in short batches by a background thread (O(its own writes), never O(objects
 //   visible through it)); an interrupted reclaim is resumed by the next open, which does not
 //   wait for it. wait_for_reclaims() blocks until none is pending (tests, benchmarks).
+// * A full disk (issue 24 §2.1): writes of new data (write_blob, adopt_blob, copy_object,
+//   create_upload, complete_upload) answer no_space once the disk is nearly full, while
+//   deletes (delete_object, delete_bucket, abort_upload, delete_snapshot) keep working in the
+//   room StoreOptions::reserve_bytes kept for them, across restarts too.
 // * Snapshot-enabled buckets (and all forks) keep every version, so any ns timestamp can be
 //   read. A regular root bucket keeps only the live version of a key, plus versions pinned by
 //   snapshots it took while it was snapshot-enabled; `at` reads there are best effort.
@@ -71,7 +75,7 @@ enum class StoreErrc {
   no_such_access_key,
   precondition_failed,  // a write's WriteConditions did not hold: nothing was written
   invalid_argument,
-  no_space,  // the disk (or the quota) is full: nothing was written
+  no_space,  // the disk (or the quota) is full, or too full for new data: nothing was written
   io,        // other disk or database failure
 };
 
@@ -234,12 +238,17 @@ struct StoreOptions {
   // The WAL is checkpointed in the background each time it has grown by this many frames
   // (pages), and writers are held for a last short pass once it holds 16 times as many.
   int checkpoint_frames = 1000;
+  // Disk space kept in <dir>/reserve for deletes (issue 24 §2.1): new data is refused with
+  // no_space once less than this is free besides it, and the reserve is then released so that
+  // deletes, which SQLite must also write, can empty a full disk; 0: none.
+  std::int64_t reserve_bytes = std::int64_t{4} << 20;
 };
 
 class Store {
  public:
   // Opens (creating if needed) <dir>/meta.db, blobs/ and tmp/; takes <dir>/LOCK with flock
-  // (error when another server holds it); removes tmp/* and orphan blobs.
+  // (error when another server holds it); removes tmp/* and orphan blobs; makes <dir>/reserve
+  // (StoreOptions::reserve_bytes) when the disk has room for it, else releases it.
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& dir,
                                              const StoreOptions& options = {});
   virtual ~Store() = default;
