@@ -753,12 +753,17 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
                   "bucket " + row->name + " has forks; delete them first");
     }
     if (!force) {
+      // Pages of deleted keys only may come before the first visible one.
       ListQuery probe;
       probe.max_keys = 1;
-      auto page = list_in(ctx.db, *row, probe);
-      if (!page) return std::unexpected(page.error());
-      if (!page->objects.empty()) {
-        return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+      while (true) {
+        auto page = list_in(ctx.db, *row, probe);
+        if (!page) return std::unexpected(page.error());
+        if (!page->objects.empty()) {
+          return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+        }
+        if (!page->truncated) break;
+        probe.after = page->last;
       }
     }
     // §6.7: state=1 frees the name at once; the rows go in batches below. Snapshots and

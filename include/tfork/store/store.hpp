@@ -179,12 +179,18 @@ struct ListQuery {
   std::optional<Seq> at;  // X-Tigris-Snapshot-Version: list the bucket as of this time
 };
 
+// A page steps over at most max_keys + 1000 rows (tombstones and the versions they shadow
+// included), so its cost does not grow with the keys deleted before it: a page may be
+// truncated with fewer entries than max_keys, even none (as S3 allows). Follow `truncated`.
 struct ListPage {
   std::vector<ObjectInfo> objects;           // in key order
   std::vector<std::string> common_prefixes;  // in order
   bool truncated = false;
-  std::string last;  // the last key or prefix emitted (resume point)
+  // The resume point: the last key or prefix emitted, or a deleted key stepped over after it
+  // (every key up to it has been listed).
+  std::string last;
   bool last_is_prefix = false;
+  std::int64_t rows_read = 0;  // the rows the page stepped over, in every layer of the chain
 };
 
 // What merge_fork did: the target's version after the merge (reads at it see every merged
