@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS version_parts(
   blob TEXT NOT NULL,
   size INTEGER NOT NULL,
   checksums TEXT,                              -- the part's x-amz-checksum-* values
+  blob_offset INTEGER NOT NULL DEFAULT 0,      -- the part is size bytes of blob from here
   PRIMARY KEY(bucket_id, key, seq, part_no),
   FOREIGN KEY(bucket_id, key, seq) REFERENCES versions(bucket_id, key, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blobs(
@@ -94,6 +95,7 @@ CREATE TABLE IF NOT EXISTS upload_parts(
   size INTEGER NOT NULL,
   etag TEXT NOT NULL,
   checksums TEXT,
+  blob_offset INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS access_keys(
   id TEXT PRIMARY KEY,
@@ -151,6 +153,17 @@ void migrate_part_checksums(sqlite::Db& db) {
         has_checksums = has_checksums || q->view(0) == "checksums";
     }
     if (!has_checksums) db.exec(("ALTER TABLE " + table + " ADD COLUMN checksums TEXT").c_str());
+  }
+}
+
+// Data directories made before a part could be a range of a blob (UploadPartCopy by reference).
+void migrate_part_offsets(sqlite::Db& db) {
+  for (const std::string table : {"upload_parts", "version_parts"}) {
+    auto q = db.query("SELECT 1 FROM pragma_table_info('" + table + "') WHERE name='blob_offset'");
+    if (!q->step()) {
+      db.exec(
+          ("ALTER TABLE " + table + " ADD COLUMN blob_offset INTEGER NOT NULL DEFAULT 0").c_str());
+    }
   }
 }
 
@@ -283,6 +296,7 @@ void SqliteStore::initialise() {
     migrate_part_checksums(*writer_);
     migrate_blob_data(*writer_);
     migrate_version_data(*writer_);
+    migrate_part_offsets(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();

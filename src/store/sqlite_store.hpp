@@ -163,6 +163,8 @@ class SqliteStore final : public Store {
   Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
                             std::string etag, Metadata checksums = {}) override;
   Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) override;
+  Result<PartInfo> put_part_copy(std::string_view upload_id, int part_number, BlobRef range,
+                                 std::string etag, Metadata checksums = {}) override;
   Result<ObjectInfo> complete_upload(std::string_view upload_id,
                                      const std::vector<std::pair<int, std::string>>& parts,
                                      std::optional<Metadata> checksums = std::nullopt,
@@ -281,6 +283,9 @@ class SqliteStore final : public Store {
   // Removes one version row and its parts, dropping their blob references.
   static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
 
+  // The body of put_part and put_part_copy once `blob` may be named: (re)places the part.
+  static PartInfo place_part(WriteCtx& ctx, std::string_view upload_id, int part_number,
+                             BlobRef blob, std::string etag, Metadata checksums);
   // Drops every part's reference and the upload's rows.
   static void remove_upload(WriteCtx& ctx, std::string_view upload_id);
 

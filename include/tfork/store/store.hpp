@@ -127,6 +127,9 @@ struct BlobRef {
   std::shared_ptr<const std::string> bytes{};
   // Set when the bytes belong to one object version (its row's data_id), not to a shared blob.
   std::optional<std::int64_t> data_id{};
+  // Where the content starts in the blob file: a part copied by reference (put_part_copy) is
+  // `size` bytes of a larger blob from here; 0 for every other blob.
+  std::int64_t offset = 0;
 };
 
 struct ObjectInfo {
@@ -320,6 +323,16 @@ class Store {
   virtual Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
                                     std::string etag, Metadata checksums = {}) = 0;
   virtual Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) = 0;
+  // UploadPartCopy by reference: the part is `range.size` bytes at `range.offset` of a blob
+  // file the store holds (a part of get_object's answer, narrowed), so no data is written.
+  // Refused (invalid_argument) for a blob kept in the database or no longer stored; callers
+  // then copy the bytes through put_part. `etag` is the md5 of the range.
+  virtual Result<PartInfo> put_part_copy(std::string_view upload_id, int part_number, BlobRef range,
+                                         std::string etag, Metadata checksums = {}) {
+    (void)upload_id, (void)part_number, (void)range, (void)etag, (void)checksums;
+    return std::unexpected(
+        StoreError{StoreErrc::invalid_argument, "this store copies no part by reference"});
+  }
   // parts: (part number, etag) as the client sent them, ascending. `checksums`, when set,
   // are the object's (the caller computes a composite checksum); else the upload's are kept.
   // When `conditions` fail, the upload stays as it was.
