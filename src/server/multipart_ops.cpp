@@ -136,8 +136,72 @@ Response create_multipart_upload(Context& context) {
   return response;
 }
 
+namespace {
+
+Response copy_part_result(const store::ObjectInfo& source, std::string_view etag,
+                          const store::Metadata& checksums) {
+  pugi::xml_document document;
+  auto root = s3_root(document, "CopyPartResult");
+  add_text(root, "LastModified", iso8601_ms(source.seq));
+  add_text(root, "ETag", quote_etag(etag));
+  for (const auto& [name, value] : checksums)
+    add_text(root, checksum_element(name).c_str(), value);
+  return xml_response(200, to_string(document));
+}
+
+bool is_md5_hex(std::string_view etag) {
+  return etag.size() == 32 && std::ranges::all_of(etag, [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// UploadPartCopy by reference (issue 24 §2.3): a range inside one stored blob file becomes a
+// part that refers to that file (Store::put_part_copy), so concurrent part copies write no
+// data. Its ETag is the md5 of the range: the source's own when the range is the whole of a
+// one-blob object, else read (never written) from the file. nullopt: copy the bytes instead
+// (a range across parts, or of bytes kept in the database).
+std::optional<Response> copy_part_by_reference(Context& context, const store::UploadInfo& upload,
+                                               int part_number, const store::ObjectInfo& info,
+                                               std::int64_t start, std::int64_t length) {
+  std::int64_t part_start = 0;
+  const store::BlobRef* part = nullptr;
+  for (const auto& candidate : info.parts) {
+    if (start >= part_start && start + length <= part_start + candidate.size) {
+      part = &candidate;
+      break;
+    }
+    part_start += candidate.size;
+  }
+  if (length == 0 || part == nullptr || part->bytes) return std::nullopt;
+  store::BlobRef range{part->hash, length, {}, {}, {}, part->offset + start - part_start};
+
+  std::string etag;
+  if (info.parts.size() == 1 && length == info.size && is_md5_hex(info.etag)) {
+    etag = info.etag;
+  } else {
+    std::ifstream in(context.store.blob_path(range), std::ios::binary);
+    in.seekg(range.offset);
+    crypto::Digest md5(crypto::Digest::Algorithm::md5);
+    std::string buffer(std::size_t{256} << 10, '\0');
+    for (std::int64_t left = length; left > 0;) {
+      const auto want = static_cast<std::streamsize>(
+          std::min<std::int64_t>(left, static_cast<std::int64_t>(buffer.size())));
+      if (!in.read(buffer.data(), want))
+        fail(Err::internal_error, "Could not read the copy source.");
+      md5.update(std::string_view(buffer.data(), static_cast<std::size_t>(want)));
+      left -= want;
+    }
+    etag = crypto::to_hex(md5.finish());
+  }
+  check(context.store.put_part_copy(upload.upload_id, part_number, std::move(range), etag));
+  return copy_part_result(info, etag, {});
+}
+
+}  // namespace
+
 // UploadPartCopy: the part is a byte range (x-amz-copy-source-range, else everything) of an
-// existing object, read from its blob files; the AWS CLI copies large objects this way.
+// existing object, by reference to its blob file where it can be, else read from its blobs;
+// the AWS CLI copies large objects this way.
 Response upload_part_copy(Context& context, const store::UploadInfo& upload, int part_number) {
   const auto source = parse_copy_source(context);
   require(context, source.bucket, Access::read);
@@ -161,10 +225,14 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
     start = range->first;
     length = range->second - range->first + 1;
   }
-  // Streamed through a fixed buffer into a new blob: a part copy never holds its range in
-  // memory (up to 5 GiB, S3's part limit).
   if (length > static_cast<std::int64_t>(k_max_object_body)) fail(Err::entity_too_large);
   const auto algorithm = upload_algorithm(upload);
+  if (algorithm.empty()) {
+    if (auto copied = copy_part_by_reference(context, upload, part_number, info, start, length))
+      return std::move(*copied);
+  }
+  // Else streamed through a fixed buffer into a new blob: a part copy never holds its range in
+  // memory (up to 5 GiB, S3's part limit).
   SpoolFile spool(context.store.tmp_dir(),
                   algorithm.empty() ? std::vector<std::string>{} : std::vector{algorithm});
   std::string buffer(std::size_t{256} << 10, '\0');
@@ -196,13 +264,7 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
   const auto blob = check(context.store.adopt_blob(spooled->path, spooled->sha256_hex));
   const auto etag = crypto::to_hex(spooled->md5);
   check(context.store.put_part(upload.upload_id, part_number, blob, etag, spooled->checksums));
-  pugi::xml_document document;
-  auto root = s3_root(document, "CopyPartResult");
-  add_text(root, "LastModified", iso8601_ms(info.seq));
-  add_text(root, "ETag", quote_etag(etag));
-  for (const auto& [name, value] : spooled->checksums)
-    add_text(root, checksum_element(name).c_str(), value);
-  return xml_response(200, to_string(document));
+  return copy_part_result(info, etag, spooled->checksums);
 }
 
 Response upload_part(Context& context) {

@@ -323,7 +323,8 @@ std::vector<BodySegment> segments_for(const store::Store& store, const store::Ob
     const std::int64_t from = std::max(start, part_start);
     const std::int64_t to = std::min(start + length, part_end);
     if (from < to) {
-      BodySegment segment{{}, from - part_start, to - from, nullptr, part.bytes};
+      // A part copied by reference is a range of its blob file (part.offset on).
+      BodySegment segment{{}, part.offset + from - part_start, to - from, nullptr, part.bytes};
       if (!part.bytes) segment.path = store.blob_path(part);
       if (i < files.size()) segment.file = files[i];
       out.push_back(std::move(segment));

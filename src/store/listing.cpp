@@ -3,11 +3,18 @@
 // (server-design.md §6.5, after lakeFS's CombinedIterator + FilterTombstoneIterator).
 
 #include "sqlite_store.hpp"
+#include <algorithm>
 #include <string>
 
 namespace tfork::store {
 
 namespace {
+
+// Rows a page may step over besides max-keys (issue 24 §2.2): tombstones, the versions they
+// and nearer layers shadow, visible entries. Without a bound, a page of an emptied fork read
+// every tombstone in it. S3 allows a truncated page with fewer keys than asked for, even
+// none, and clients follow its continuation token.
+constexpr int kMaxRowsBeyondKeys = 1000;
 
 // One chain layer's rows in key order: for each key, the newest version at or below the
 // layer's horizon. SQLite takes the bare columns from the row holding max(seq) and streams
@@ -151,6 +158,9 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
   }
 
   int emitted = 0;
+  std::int64_t rows = 0;  // stepped over, in every layer
+  const std::int64_t max_rows = std::int64_t{query.max_keys} + kMaxRowsBeyondKeys;
+  std::optional<std::string> deleted_after_last;  // the last deleted key after page.last
   while (true) {
     // The smallest head key; on equal keys the nearest layer (lowest depth) wins. Chains are
     // a handful of layers deep, so a linear scan beats a heap here.
@@ -159,14 +169,28 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
       if (cursor.valid() && (best == nullptr || cursor.key() < best->key())) best = &cursor;
     }
     if (best == nullptr) break;
+    const std::string key = best->key();
+    const auto copies = std::ranges::count_if(
+        cursors, [&](const Cursor& cursor) { return cursor.valid() && cursor.key() == key; });
+    if (rows + copies > max_rows) {
+      page.truncated = true;
+      if (deleted_after_last) {  // the next page resumes after the deleted keys stepped over
+        page.last = std::move(*deleted_after_last);
+        page.last_is_prefix = false;
+      }
+      break;
+    }
+    rows += copies;
     const bool tombstone = best->tombstone();
     ObjectInfo object;
     if (!tombstone) object = best->object();
-    const std::string key = best->key();
     for (auto& cursor : cursors) {
       if (cursor.valid() && cursor.key() == key) cursor.advance();  // deeper copies are shadowed
     }
-    if (tombstone) continue;  // absent, but it still shadowed the deeper layers
+    if (tombstone) {
+      deleted_after_last = key;  // absent, but it still shadowed the deeper layers
+      continue;
+    }
 
     std::optional<std::string> common;
     if (!query.delimiter.empty()) {
@@ -178,6 +202,7 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
       break;
     }
     ++emitted;
+    deleted_after_last.reset();
     if (common) {
       page.common_prefixes.push_back(*common);
       page.last = *common;
@@ -194,6 +219,7 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
       page.last_is_prefix = false;
     }
   }
+  page.rows_read = rows;
   return page;
 }
 

@@ -44,6 +44,14 @@ std::string normalise_etag(std::string_view etag) {
   return out;
 }
 
+Result<void> check_part_number(int part_number) {
+  if (part_number < 1 || part_number > kMaxPartNumber) {
+    return fail(StoreErrc::invalid_argument,
+                "part number must be 1.." + std::to_string(kMaxPartNumber));
+  }
+  return {};
+}
+
 std::unexpected<StoreError> no_upload(std::string_view upload_id) {
   return fail(StoreErrc::no_such_upload, "no such upload " + std::string(upload_id));
 }
@@ -53,6 +61,7 @@ std::unexpected<StoreError> no_upload(std::string_view upload_id) {
 Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::string_view key,
                                               NewObject meta) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
@@ -77,38 +86,67 @@ Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::stri
 
 Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_number, BlobRef blob,
                                        std::string etag, Metadata checksums) {
-  if (part_number < 1 || part_number > kMaxPartNumber) {
-    return fail(StoreErrc::invalid_argument,
-                "part number must be 1.." + std::to_string(kMaxPartNumber));
-  }
+  if (auto valid = check_part_number(part_number); !valid) return std::unexpected(valid.error());
   return write([&](WriteCtx& ctx) -> Result<PartInfo> {
     release_on_commit(ctx, blob);
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
     if (!present(blob)) {
       return fail(StoreErrc::invalid_argument, "blob " + blob.hash + " was not written");
     }
-    std::optional<std::string> replaced;
-    {
-      auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
-      if (q->bind(1, upload_id).bind(2, std::int64_t{part_number}).step()) replaced = q->text(0);
-    }
-    // Take the new reference before dropping the replaced part's (same content re-sent).
-    add_ref(ctx, blob);
-    if (replaced) drop_ref(ctx, *replaced);
-    const auto encoded = encode_metadata(checksums);
-    ctx.db
-        .query(
-            "INSERT OR REPLACE INTO upload_parts(upload_id, part_no, blob, size, etag, checksums) "
-            "VALUES(?1, ?2, ?3, ?4, ?5, ?6)")
-        ->bind(1, upload_id)
-        .bind(2, std::int64_t{part_number})
-        .bind(3, std::string_view(blob.hash))
-        .bind(4, blob.size)
-        .bind(5, std::string_view(etag))
-        .bind(6, encoded ? std::optional<std::string_view>(*encoded) : std::nullopt)
-        .run();
-    return PartInfo{part_number, std::move(blob), std::move(etag), std::move(checksums)};
+    return place_part(ctx, upload_id, part_number, std::move(blob), std::move(etag),
+                      std::move(checksums));
   });
+}
+
+Result<PartInfo> SqliteStore::put_part_copy(std::string_view upload_id, int part_number,
+                                            BlobRef range, std::string etag, Metadata checksums) {
+  if (auto valid = check_part_number(part_number); !valid) return std::unexpected(valid.error());
+  if (range.bytes || range.data_id || range.offset < 0 || range.size < 0) {
+    return fail(StoreErrc::invalid_argument, "only a range of a blob file is copied by reference");
+  }
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  return write([&](WriteCtx& ctx) -> Result<PartInfo> {
+    if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
+    // A row names the blob (the source's, in this transaction) and its file is in place: it
+    // cannot be unlinked before this part's reference is counted. Its recorded size bounds
+    // the range.
+    std::optional<std::int64_t> stored_size;
+    {
+      auto q = ctx.db.query("SELECT size FROM blobs WHERE hash=?1 AND data_id IS NULL");
+      if (q->bind(1, std::string_view(range.hash)).step()) stored_size = q->int64(0);
+    }
+    if (!stored_size || !blobs_.exists(range.hash) || range.offset + range.size > *stored_size) {
+      return fail(StoreErrc::invalid_argument, "blob " + range.hash + " is not stored");
+    }
+    return place_part(ctx, upload_id, part_number, std::move(range), std::move(etag),
+                      std::move(checksums));
+  });
+}
+
+PartInfo SqliteStore::place_part(WriteCtx& ctx, std::string_view upload_id, int part_number,
+                                 BlobRef blob, std::string etag, Metadata checksums) {
+  std::optional<std::string> replaced;
+  {
+    auto q = ctx.db.query("SELECT blob FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
+    if (q->bind(1, upload_id).bind(2, std::int64_t{part_number}).step()) replaced = q->text(0);
+  }
+  // Take the new reference before dropping the replaced part's (same content re-sent).
+  add_ref(ctx, blob);
+  if (replaced) drop_ref(ctx, *replaced);
+  const auto encoded = encode_metadata(checksums);
+  ctx.db
+      .query(
+          "INSERT OR REPLACE INTO upload_parts(upload_id, part_no, blob, size, etag, checksums, "
+          "blob_offset) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+      ->bind(1, upload_id)
+      .bind(2, std::int64_t{part_number})
+      .bind(3, std::string_view(blob.hash))
+      .bind(4, blob.size)
+      .bind(5, std::string_view(etag))
+      .bind(6, encoded ? std::optional<std::string_view>(*encoded) : std::nullopt)
+      .bind(7, blob.offset)
+      .run();
+  return PartInfo{part_number, std::move(blob), std::move(etag), std::move(checksums)};
 }
 
 Result<std::vector<PartInfo>> SqliteStore::list_parts(std::string_view upload_id) {
@@ -116,11 +154,12 @@ Result<std::vector<PartInfo>> SqliteStore::list_parts(std::string_view upload_id
     if (!find_upload(db, upload_id)) return no_upload(upload_id);
     std::vector<PartInfo> parts;
     auto q = db.query(
-        "SELECT part_no, blob, size, etag, checksums FROM upload_parts WHERE upload_id=?1 "
-        "ORDER BY part_no");
+        "SELECT part_no, blob, size, etag, checksums, blob_offset FROM upload_parts "
+        "WHERE upload_id=?1 ORDER BY part_no");
     q->bind(1, upload_id);
     while (q->step()) {
-      parts.push_back(PartInfo{static_cast<int>(q->int64(0)), BlobRef{q->text(1), q->int64(2)},
+      parts.push_back(PartInfo{static_cast<int>(q->int64(0)),
+                               BlobRef{q->text(1), q->int64(2), {}, {}, {}, q->int64(5)},
                                q->text(3), decode_metadata(q->opt_text(4))});
     }
     return parts;
@@ -175,6 +214,7 @@ void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
 Result<ObjectInfo> SqliteStore::complete_upload(
     std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts,
     std::optional<Metadata> checksums, WriteConditions conditions) {
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);
@@ -194,7 +234,8 @@ Result<ObjectInfo> SqliteStore::complete_upload(
         return fail(StoreErrc::invalid_part_order, "parts must be listed in ascending order");
       }
       auto q = ctx.db.query(
-          "SELECT blob, size, etag, checksums FROM upload_parts WHERE upload_id=?1 AND part_no=?2");
+          "SELECT blob, size, etag, checksums, blob_offset FROM upload_parts WHERE upload_id=?1 "
+          "AND part_no=?2");
       if (!q->bind(1, upload_id).bind(2, std::int64_t{number}).step()) {
         return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " not uploaded");
       }
@@ -202,7 +243,8 @@ Result<ObjectInfo> SqliteStore::complete_upload(
       if (stored != normalise_etag(etag)) {
         return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " etag mismatch");
       }
-      object.parts.push_back(BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(3))});
+      object.parts.push_back(
+          BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(3)), {}, {}, q->int64(4)});
       etags.push_back(stored);
     }
     auto etag = multipart_etag(etags);
@@ -225,7 +267,7 @@ Result<ObjectInfo> SqliteStore::complete_upload(
 }
 
 Result<void> SqliteStore::abort_upload(std::string_view upload_id) {
-  return write([&](WriteCtx& ctx) -> Result<void> {
+  return write_freeing([&](WriteCtx& ctx) -> Result<void> {
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
     remove_upload(ctx, upload_id);
     return {};

@@ -63,11 +63,13 @@ std::vector<BlobRef> SqliteStore::version_parts(sqlite::Db& db, std::int64_t buc
                                                 std::string_view key, Seq seq) {
   std::vector<BlobRef> parts;
   auto q = db.query(
-      "SELECT blob, size, checksums FROM version_parts WHERE bucket_id=?1 AND key=?2 AND seq=?3 "
-      "ORDER BY part_no");
+      "SELECT blob, size, checksums, blob_offset FROM version_parts WHERE bucket_id=?1 AND key=?2 "
+      "AND seq=?3 ORDER BY part_no");
   q->bind(1, bucket_id).bind(2, key).bind(3, seq);
-  while (q->step())
-    parts.push_back(BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(2))});
+  while (q->step()) {
+    parts.push_back(
+        BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(2)), {}, {}, q->int64(3)});
+  }
   return parts;
 }
 
@@ -251,8 +253,9 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
     // an overwrite with the same content never sees a refcount of zero.
     const auto& parts = object->parts;
     // One blob is kept in the row itself, unless it is a part with checksums of its own (a
-    // one-part multipart upload): those are kept in the manifest.
-    const bool inline_blob = parts.size() == 1 && parts.front().checksums.empty();
+    // one-part multipart upload) or a range of its blob: those are kept in the manifest.
+    const bool inline_blob =
+        parts.size() == 1 && parts.front().checksums.empty() && parts.front().offset == 0;
     // A small object's one blob (bytes in hand, or owned by the version copied) is owned by
     // this row: its bytes are written again, and no shared blob is counted.
     std::optional<std::int64_t> data_id;
@@ -294,8 +297,8 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ctx.db
             .query(
-                "INSERT INTO version_parts(bucket_id, key, seq, part_no, blob, size, checksums) "
-                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                "INSERT INTO version_parts(bucket_id, key, seq, part_no, blob, size, checksums, "
+                "blob_offset) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
             ->bind(1, bucket.id)
             .bind(2, key)
             .bind(3, seq)
@@ -304,6 +307,7 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
             .bind(6, parts[i].size)
             .bind(7, part_checksums[i] ? std::optional<std::string_view>(*part_checksums[i])
                                        : std::nullopt)
+            .bind(8, parts[i].offset)
             .run();
       }
     }
@@ -404,7 +408,7 @@ Result<void> SqliteStore::delete_object(std::string_view bucket, std::string_vie
 Result<std::optional<Seq>> SqliteStore::delete_object_version(std::string_view bucket,
                                                               std::string_view key) {
   if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
-  return write([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
+  return write_freeing([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     // §6.6: a tombstone only when the key is visible (through the chain); else a no-op.
@@ -421,6 +425,7 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
                                             std::optional<NewObject> replace,
                                             WriteConditions conditions) {
   if (!valid_key(dst_key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto src = find_bucket(ctx.db, src_bucket);
     if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(src_bucket));

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS version_parts(
   blob TEXT NOT NULL,
   size INTEGER NOT NULL,
   checksums TEXT,                              -- the part's x-amz-checksum-* values
+  blob_offset INTEGER NOT NULL DEFAULT 0,      -- the part is size bytes of blob from here
   PRIMARY KEY(bucket_id, key, seq, part_no),
   FOREIGN KEY(bucket_id, key, seq) REFERENCES versions(bucket_id, key, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blobs(
@@ -94,6 +95,7 @@ CREATE TABLE IF NOT EXISTS upload_parts(
   size INTEGER NOT NULL,
   etag TEXT NOT NULL,
   checksums TEXT,
+  blob_offset INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS access_keys(
   id TEXT PRIMARY KEY,
@@ -151,6 +153,17 @@ void migrate_part_checksums(sqlite::Db& db) {
         has_checksums = has_checksums || q->view(0) == "checksums";
     }
     if (!has_checksums) db.exec(("ALTER TABLE " + table + " ADD COLUMN checksums TEXT").c_str());
+  }
+}
+
+// Data directories made before a part could be a range of a blob (UploadPartCopy by reference).
+void migrate_part_offsets(sqlite::Db& db) {
+  for (const std::string table : {"upload_parts", "version_parts"}) {
+    auto q = db.query("SELECT 1 FROM pragma_table_info('" + table + "') WHERE name='blob_offset'");
+    if (!q->step()) {
+      db.exec(
+          ("ALTER TABLE " + table + " ADD COLUMN blob_offset INTEGER NOT NULL DEFAULT 0").c_str());
+    }
   }
 }
 
@@ -223,7 +236,8 @@ SqliteStore::SqliteStore(fs::path dir, StoreOptions options, int lock_fd)
     : dir_(std::move(dir)),
       options_(options),
       lock_fd_(lock_fd),
-      blobs_(dir_, options.durability) {}
+      blobs_(dir_, options.durability),
+      reserve_(dir_ / "reserve", options.reserve_bytes) {}
 
 SqliteStore::~SqliteStore() {
   {
@@ -251,6 +265,7 @@ SqliteStore::~SqliteStore() {
 }
 
 void SqliteStore::initialise() {
+  reserve_.settle();  // first: opening the database on a full disk needs the room it gives
   writer_ = std::make_unique<sqlite::Db>(dir_ / "meta.db", false);
   // §6.8 and the brief: NORMAL in WAL survives kill -9 (the WAL is written before COMMIT
   // returns; only power loss can drop the last commits); FULL also survives power loss.
@@ -281,6 +296,7 @@ void SqliteStore::initialise() {
     migrate_part_checksums(*writer_);
     migrate_blob_data(*writer_);
     migrate_version_data(*writer_);
+    migrate_part_offsets(*writer_);
     auto q = writer_->query("SELECT v FROM meta WHERE k='last_seq'");
     if (q->step()) last_seq_ = q->int64(0);
     txn.commit();
@@ -339,6 +355,8 @@ void SqliteStore::checkpoint(int& wal_frames, int& copied) {
                                            SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
     spdlog::warn("store: WAL checkpoint failed: {}", sqlite3_errstr(rc));
+    // The database file could not grow: the next pass gets the reserve's room.
+    if ((rc & 0xff) == SQLITE_FULL) reserve_.release();
   }
 }
 
@@ -739,7 +757,7 @@ Result<std::vector<BucketInfo>> SqliteStore::list_forks(std::string_view source)
 
 Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
   std::int64_t id = 0;
-  auto marked = write([&](WriteCtx& ctx) -> Result<void> {
+  auto marked = write_freeing([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, name);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
     // tigris-wire §2.10: a source with live forks cannot be deleted, force or not. A fork
@@ -749,12 +767,17 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
                   "bucket " + row->name + " has forks; delete them first");
     }
     if (!force) {
+      // Pages of deleted keys only may come before the first visible one.
       ListQuery probe;
       probe.max_keys = 1;
-      auto page = list_in(ctx.db, *row, probe);
-      if (!page) return std::unexpected(page.error());
-      if (!page->objects.empty()) {
-        return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+      while (true) {
+        auto page = list_in(ctx.db, *row, probe);
+        if (!page) return std::unexpected(page.error());
+        if (!page->objects.empty()) {
+          return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+        }
+        if (!page->truncated) break;
+        probe.after = page->last;
       }
     }
     // §6.7: state=1 frees the name at once; the rows go in batches below. Snapshots and
@@ -823,7 +846,7 @@ bool SqliteStore::reclaim_batch(std::int64_t bucket_id) {
   // §6.7: O(rows this bucket wrote), never O(rows visible through it). Blob files whose
   // refcount reaches 0 are unlinked after the batch commits.
   bool gone = false;
-  auto batch = write([&](WriteCtx& ctx) -> Result<void> {
+  auto batch = write_freeing([&](WriteCtx& ctx) -> Result<void> {
     std::vector<std::pair<std::string, Seq>> rows;
     {
       auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
@@ -905,7 +928,7 @@ Result<std::vector<SnapshotInfo>> SqliteStore::list_snapshots(std::string_view b
 }
 
 Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) {
-  return write([&](WriteCtx& ctx) -> Result<void> {
+  return write_freeing([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     // §6.7: forks made from this snapshot keep their own fork_seq; only the row goes.
@@ -923,7 +946,14 @@ Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) 
 
 // ---------------------------------------------------------------- blobs
 
+Result<void> SqliteStore::admit_data() {
+  if (reserve_.admit_data()) return {};
+  return fail(StoreErrc::no_space, "the disk of " + dir_.string() +
+                                       " is full: new data is refused until space is freed");
+}
+
 Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   try {
     if (std::ssize(content) <= k_max_db_blob) {
       // Written with the row that first names it (add_ref), in one transaction.
@@ -1009,6 +1039,7 @@ Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view s
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
       });
   if (!hex) return fail(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
+  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   try {
     // A small upload joins the database like any small blob (read back and checked).
     if (std::error_code ec;

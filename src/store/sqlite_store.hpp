@@ -8,6 +8,7 @@
 #include "tfork/store/store.hpp"
 
 #include "blob_files.hpp"
+#include "space_reserve.hpp"
 #include "sqlite.hpp"
 #include <atomic>
 #include <condition_variable>
@@ -162,6 +163,8 @@ class SqliteStore final : public Store {
   Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
                             std::string etag, Metadata checksums = {}) override;
   Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) override;
+  Result<PartInfo> put_part_copy(std::string_view upload_id, int part_number, BlobRef range,
+                                 std::string etag, Metadata checksums = {}) override;
   Result<ObjectInfo> complete_upload(std::string_view upload_id,
                                      const std::vector<std::pair<int, std::string>>& parts,
                                      std::optional<Metadata> checksums = std::nullopt,
@@ -196,6 +199,13 @@ class SqliteStore final : public Store {
   // committed together (one BEGIN IMMEDIATE ... COMMIT, a savepoint each).
   template <class F>
   auto write(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
+  // write() of a body that frees space, or at least adds none that a full disk must refuse:
+  // when even it fails for want of space, the reserve is given up and it runs once more (so
+  // `body` must be safe to run twice). After it, the reserve is made again if there is room.
+  template <class F>
+  auto write_freeing(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
+  // no_space unless the disk has room for new data (SpaceReserve::admit_data).
+  Result<void> admit_data();
   // The same without waiting: `then(Result<T>)` runs on the committer thread once the body's
   // changes are committed or undone (and its freed blobs unlinked).
   template <class F, class Then>
@@ -273,6 +283,9 @@ class SqliteStore final : public Store {
   // Removes one version row and its parts, dropping their blob references.
   static void remove_version(WriteCtx& ctx, std::int64_t bucket_id, std::string_view key, Seq seq);
 
+  // The body of put_part and put_part_copy once `blob` may be named: (re)places the part.
+  static PartInfo place_part(WriteCtx& ctx, std::string_view upload_id, int part_number,
+                             BlobRef blob, std::string etag, Metadata checksums);
   // Drops every part's reference and the upload's rows.
   static void remove_upload(WriteCtx& ctx, std::string_view upload_id);
 
@@ -283,6 +296,7 @@ class SqliteStore final : public Store {
   StoreOptions options_;
   int lock_fd_;
   BlobFiles blobs_;
+  SpaceReserve reserve_;
 
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_;
@@ -337,6 +351,16 @@ auto SqliteStore::write(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
   run_queued(item);
   if (item.failure) return std::unexpected(std::move(*item.failure));
   return std::move(*result);
+}
+
+template <class F>
+auto SqliteStore::write_freeing(F&& body) -> decltype(body(std::declval<WriteCtx&>())) {
+  auto result = write(body);
+  if (!result && result.error().code == StoreErrc::no_space && reserve_.release()) {
+    result = write(body);
+  }
+  if (result) reserve_.restore();
+  return result;
 }
 
 template <class F, class Then>

@@ -4,16 +4,21 @@
 507 InsufficientStorage, with the cause in the server's log; nothing half-written is left
 (no object, no temporary file); what was stored before stays readable; and once space is
 back, service is whole again without a restart. Small objects (kept in SQLite) and large ones
-(blob files) alike. The data directory is a small tmpfs mounted for the test, so it needs
-root and mount(2); without them the test says so and is skipped."""
+(blob files) alike. And a full disk is recovered through the API (issue 24 §2.1): on it,
+DeleteObject, DeleteObjects, AbortMultipartUpload and a forced DeleteBucket succeed and free
+space, also after a restart on the still-full disk, while new data is refused 507. The data
+directory is a small tmpfs mounted for the test, so it needs root and mount(2); without them
+the test says so and is skipped."""
 
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tfork_server import TforkServer, check, check_eq, run_test, skip, step  # noqa: E402
+from tfork_server import (TforkServer, check, check_eq, run_test, signed_headers, skip,  # noqa: E402
+                         step)
 
 try:
     import boto3
@@ -25,9 +30,9 @@ except ImportError:  # pragma: no cover
 KiB = 1024
 
 
-def fill(directory):
+def fill(directory, name="filler"):
     """Writes a filler file until the filesystem refuses another byte; returns its path."""
-    path = os.path.join(directory, "filler")
+    path = os.path.join(directory, name)
     chunk = b"\0" * (64 * KiB)
     with open(path, "wb", buffering=0) as f:
         while True:
@@ -52,9 +57,107 @@ def status_of(call):
         return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
 
 
+def client_of(srv):
+    """A boto3 client that never retries: each refusal is seen as it was answered."""
+    return boto3.client("s3", endpoint_url=srv.endpoint, region_name="auto",
+                        aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret_key,
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1, "mode": "standard"}))
+
+
+def free_bytes(directory):
+    """Free space on the tmpfs, counting the room the server keeps in reserve for deletes
+    (data/reserve, made again once the disk has room for it)."""
+    st = os.statvfs(directory)
+    reserve = os.path.join(directory, "data", "reserve")
+    return st.f_bavail * st.f_frsize + (os.path.getsize(reserve) if os.path.exists(reserve) else 0)
+
+
+def wait_for(what, condition, timeout=30.0):
+    """Polls `condition` until it holds; fails after `timeout` s (a bound, not a decision)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        check(time.monotonic() < deadline, f"{what}: not within {timeout} s")
+        time.sleep(0.05)
+
+
+def recovers_through_the_api(srv, mnt):
+    """Issue 24 §2.1: a full disk is emptied through the API, before and after a restart."""
+    s3 = client_of(srv)
+    big = 1024 * KiB
+    for bucket in ("doomed", "doomed-later"):
+        s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket=bucket, Key="big", Body=os.urandom(big))
+    for i in range(6):
+        s3.put_object(Bucket="full", Key=f"big/{i}", Body=os.urandom(big))
+    upload = s3.create_multipart_upload(Bucket="full", Key="unfinished")["UploadId"]
+    s3.upload_part(Bucket="full", Key="unfinished", UploadId=upload, PartNumber=1,
+                   Body=os.urandom(big))
+
+    step("the disk fills up again; new data is refused 507")
+    fillers = [fill(mnt, "filler-1")]
+    check_eq("PUT on a full disk", (507, "InsufficientStorage"),
+             status_of(lambda: s3.put_object(Bucket="full", Key="refused", Body=b"x" * 100)))
+
+    step("DeleteObject, DeleteObjects, AbortMultipartUpload, force DeleteBucket succeed")
+    before = free_bytes(mnt)
+    s3.delete_object(Bucket="full", Key="big/0")
+    check(free_bytes(mnt) > before, "DeleteObject freed no space")
+    before = free_bytes(mnt)
+    answer = s3.delete_objects(Bucket="full", Delete={"Objects": [{"Key": "big/1"},
+                                                                  {"Key": "big/2"}]})
+    check_eq("DeleteObjects errors", [], answer.get("Errors", []))
+    check(free_bytes(mnt) > before, "DeleteObjects freed no space")
+    before = free_bytes(mnt)
+    s3.abort_multipart_upload(Bucket="full", Key="unfinished", UploadId=upload)
+    check(free_bytes(mnt) > before, "AbortMultipartUpload freed no space")
+    before = free_bytes(mnt)
+    check_eq("force DeleteBucket on a full disk", 200, delete_bucket_forced(s3, "doomed"))
+    wait_for(f"the deleted bucket's blobs are freed ({before} free before)",
+             lambda: free_bytes(mnt) > before)
+
+    step("a restart on the full disk: deletes still succeed, new data is still refused")
+    srv.stop()
+    fillers.append(fill(mnt, "filler-2"))
+    check(os.statvfs(mnt).f_bavail == 0, "the tmpfs still has free blocks")
+    srv.start()
+    s3 = client_of(srv)
+    check_eq("PUT after the restart on a full disk", (507, "InsufficientStorage"),
+             status_of(lambda: s3.put_object(Bucket="full", Key="refused", Body=b"x" * 100)))
+    before = free_bytes(mnt)
+    s3.delete_object(Bucket="full", Key="big/3")
+    check(free_bytes(mnt) > before, "DeleteObject after the restart freed no space")
+    before = free_bytes(mnt)
+    answer = s3.delete_objects(Bucket="full", Delete={"Objects": [{"Key": "big/4"}]})
+    check_eq("DeleteObjects errors after the restart", [], answer.get("Errors", []))
+    check(free_bytes(mnt) > before, "DeleteObjects after the restart freed no space")
+    before = free_bytes(mnt)
+    check_eq("force DeleteBucket after the restart", 200, delete_bucket_forced(s3, "doomed-later"))
+    wait_for("the bucket deleted after the restart has its blobs freed",
+             lambda: free_bytes(mnt) > before)
+
+    step("space is back: new data is stored again, without a restart")
+    for filler in fillers:
+        os.remove(filler)
+    body = os.urandom(big)
+    s3.put_object(Bucket="full", Key="big/after", Body=body)
+    check(s3.get_object(Bucket="full", Key="big/after")["Body"].read() == body,
+          "the object stored after the recovery reads back otherwise")
+    check_eq("what is left of the large objects", ["big/5", "big/after"],
+             sorted(o["Key"] for o in s3.list_objects_v2(Bucket="full", Prefix="big/")
+                    .get("Contents", [])))
+    return srv
+
+
+def delete_bucket_forced(s3, bucket):
+    """DeleteBucket with Tigris's force header; its HTTP status."""
+    with signed_headers(s3, "DeleteBucket", {"tigris-force-delete": "true"}):
+        return status_of(lambda: s3.delete_bucket(Bucket=bucket))[0]
+
+
 def main():
     mnt = tempfile.mkdtemp(prefix="tfork-e2e-full.")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", mnt],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,mode=0700", "tmpfs", mnt],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         os.rmdir(mnt)
@@ -62,11 +165,7 @@ def main():
     srv = None
     try:
         srv = TforkServer(data_dir=os.path.join(mnt, "data")).start()
-        s3 = boto3.client("s3", endpoint_url=srv.endpoint, region_name="auto",
-                          aws_access_key_id=srv.access_key,
-                          aws_secret_access_key=srv.secret_key,
-                          config=Config(s3={"addressing_style": "path"},
-                                        retries={"max_attempts": 1, "mode": "standard"}))
+        s3 = client_of(srv)
         s3.create_bucket(Bucket="full")
         big_before = os.urandom(96 * KiB)
         s3.put_object(Bucket="full", Key="small-before", Body=b"stored before the disk filled")
@@ -131,6 +230,7 @@ def main():
                  s3.get_object(Bucket="full", Key="small-after")["Body"].read())
         check(s3.get_object(Bucket="full", Key="big-after")["Body"].read() == big_after,
               "the large object stored after reads back otherwise")
+        recovers_through_the_api(srv, mnt)
         srv.stop()
 
         step("the data directory verifies clean")

@@ -92,6 +92,9 @@ class TforkServer:
         child_env = {k: v for k, v in os.environ.items()
                      if not k.startswith(("AWS_", "TIGRIS_", "TFORK_ROOT_"))}
         child_env.update(self.extra_env)
+        with self._lock:  # a restart prints a new endpoint: wait for it, not the last one's
+            self.env = {}
+            self._stdout_lines = []
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data", data, "--listen", "127.0.0.1:0", *self.extra_args],
             stdin=subprocess.DEVNULL,

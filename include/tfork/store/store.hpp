@@ -35,6 +35,10 @@
 //   removed in short batches by a background thread (O(its own writes), never O(objects
 //   visible through it)); an interrupted reclaim is resumed by the next open, which does not
 //   wait for it. wait_for_reclaims() blocks until none is pending (tests, benchmarks).
+// * A full disk (issue 24 §2.1): writes of new data (write_blob, adopt_blob, copy_object,
+//   create_upload, complete_upload) answer no_space once the disk is nearly full, while
+//   deletes (delete_object, delete_bucket, abort_upload, delete_snapshot) keep working in the
+//   room StoreOptions::reserve_bytes kept for them, across restarts too.
 // * Snapshot-enabled buckets (and all forks) keep every version, so any ns timestamp can be
 //   read. A regular root bucket keeps only the live version of a key, plus versions pinned by
 //   snapshots it took while it was snapshot-enabled; `at` reads there are best effort.
@@ -71,7 +75,7 @@ enum class StoreErrc {
   no_such_access_key,
   precondition_failed,  // a write's WriteConditions did not hold: nothing was written
   invalid_argument,
-  no_space,  // the disk (or the quota) is full: nothing was written
+  no_space,  // the disk (or the quota) is full, or too full for new data: nothing was written
   io,        // other disk or database failure
 };
 
@@ -123,6 +127,9 @@ struct BlobRef {
   std::shared_ptr<const std::string> bytes{};
   // Set when the bytes belong to one object version (its row's data_id), not to a shared blob.
   std::optional<std::int64_t> data_id{};
+  // Where the content starts in the blob file: a part copied by reference (put_part_copy) is
+  // `size` bytes of a larger blob from here; 0 for every other blob.
+  std::int64_t offset = 0;
 };
 
 struct ObjectInfo {
@@ -175,12 +182,18 @@ struct ListQuery {
   std::optional<Seq> at;  // X-Tigris-Snapshot-Version: list the bucket as of this time
 };
 
+// A page steps over at most max_keys + 1000 rows (tombstones and the versions they shadow
+// included), so its cost does not grow with the keys deleted before it: a page may be
+// truncated with fewer entries than max_keys, even none (as S3 allows). Follow `truncated`.
 struct ListPage {
   std::vector<ObjectInfo> objects;           // in key order
   std::vector<std::string> common_prefixes;  // in order
   bool truncated = false;
-  std::string last;  // the last key or prefix emitted (resume point)
+  // The resume point: the last key or prefix emitted, or a deleted key stepped over after it
+  // (every key up to it has been listed).
+  std::string last;
   bool last_is_prefix = false;
+  std::int64_t rows_read = 0;  // the rows the page stepped over, in every layer of the chain
 };
 
 // What merge_fork did: the target's version after the merge (reads at it see every merged
@@ -234,12 +247,17 @@ struct StoreOptions {
   // The WAL is checkpointed in the background each time it has grown by this many frames
   // (pages), and writers are held for a last short pass once it holds 16 times as many.
   int checkpoint_frames = 1000;
+  // Disk space kept in <dir>/reserve for deletes (issue 24 §2.1): new data is refused with
+  // no_space once less than this is free besides it, and the reserve is then released so that
+  // deletes, which SQLite must also write, can empty a full disk; 0: none.
+  std::int64_t reserve_bytes = std::int64_t{4} << 20;
 };
 
 class Store {
  public:
   // Opens (creating if needed) <dir>/meta.db, blobs/ and tmp/; takes <dir>/LOCK with flock
-  // (error when another server holds it); removes tmp/* and orphan blobs.
+  // (error when another server holds it); removes tmp/* and orphan blobs; makes <dir>/reserve
+  // (StoreOptions::reserve_bytes) when the disk has room for it, else releases it.
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& dir,
                                              const StoreOptions& options = {});
   virtual ~Store() = default;
@@ -305,6 +323,16 @@ class Store {
   virtual Result<PartInfo> put_part(std::string_view upload_id, int part_number, BlobRef blob,
                                     std::string etag, Metadata checksums = {}) = 0;
   virtual Result<std::vector<PartInfo>> list_parts(std::string_view upload_id) = 0;
+  // UploadPartCopy by reference: the part is `range.size` bytes at `range.offset` of a blob
+  // file the store holds (a part of get_object's answer, narrowed), so no data is written.
+  // Refused (invalid_argument) for a blob kept in the database or no longer stored; callers
+  // then copy the bytes through put_part. `etag` is the md5 of the range.
+  virtual Result<PartInfo> put_part_copy(std::string_view upload_id, int part_number, BlobRef range,
+                                         std::string etag, Metadata checksums = {}) {
+    (void)upload_id, (void)part_number, (void)range, (void)etag, (void)checksums;
+    return std::unexpected(
+        StoreError{StoreErrc::invalid_argument, "this store copies no part by reference"});
+  }
   // parts: (part number, etag) as the client sent them, ascending. `checksums`, when set,
   // are the object's (the caller computes a composite checksum); else the upload's are kept.
   // When `conditions` fail, the upload stays as it was.

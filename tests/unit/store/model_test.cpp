@@ -368,8 +368,11 @@ class Runner {
                                         want[seen].first + ", got " + entry.first);
         ++seen;
       }
-      if (!got.empty()) {
-        expect(page->last == got.back().first && page->last_is_prefix == got.back().second,
+      // A page cut short by its row bound may resume after deleted keys past its last entry.
+      const bool full = static_cast<int>(got.size()) == max_keys;
+      if (!got.empty() &&
+          (page->last != got.back().first || page->last_is_prefix != got.back().second)) {
+        expect(page->truncated && !full && !page->last_is_prefix && page->last > got.back().first,
                "resume point is the last entry");
       }
       if (!page->truncated) {
@@ -377,8 +380,7 @@ class Runner {
                "not truncated but " + std::to_string(want.size() - seen) + " entries missing");
         return;
       }
-      expect(static_cast<int>(got.size()) == max_keys, "truncated page is not full");
-      expect(seen < want.size(), "truncated with nothing left");
+      expect(full || page->rows_read >= max_keys + 1000, "a truncated page that is not full");
       query.after = page->last;
       query.after_is_prefix = page->last_is_prefix;
     }
