@@ -91,10 +91,12 @@ def main():
 
 
 def wait_for(what, ready, srv, seconds=120):
+    """Waits until ready() holds; the state it saw is the one judged (asked once more, a
+    state that has moved on since would be reported as never reached)."""
     deadline = time.monotonic() + seconds
-    while not ready() and time.monotonic() < deadline:
+    while not (reached := ready()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    check(ready(), f"{what}: not within {seconds} s" + srv.log_tail())
+    check(reached, f"{what}: not within {seconds} s" + srv.log_tail())
 
 
 def thread_names(pid):
