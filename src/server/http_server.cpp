@@ -523,6 +523,7 @@ struct HttpServer::Impl {
   // A new head starts (the connection opened, or the previous response was sent). Called
   // with timer_mutex held.
   void start_head(const LinkHolder& link) {
+    if (!link->open || link->closing) return;
     link->awaiting_head = true;
     link->request_line = false;
     link->receiving_body = false;
@@ -727,8 +728,12 @@ struct HttpServer::Impl {
     }
   }
 
-  void request_completed(MHD_Connection* connection) {
+  // A request ended. Only one answered in full leaves its connection awaiting a next head; one
+  // cut short (closed to make room, timed out, aborted) leaves a connection on its way out,
+  // which must not count again among the anonymous heads and push out a live one.
+  void request_completed(MHD_Connection* connection, MHD_RequestTerminationCode how) {
     forget_pending(connection);
+    if (how != MHD_REQUEST_TERMINATED_COMPLETED_OK) return;
     const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (!info || !info->socket_context) return;
     std::lock_guard lock(timer_mutex);
@@ -940,9 +945,9 @@ std::expected<int, std::string> HttpServer::start(const std::string& host, int p
   };
   using Completed = void (*)(void*, MHD_Connection*, void**, MHD_RequestTerminationCode);
   const Completed completed = [](void* cls, MHD_Connection* connection, void** context,
-                                 MHD_RequestTerminationCode) {
+                                 MHD_RequestTerminationCode how) {
     auto* exchange = static_cast<Exchange*>(*context);
-    static_cast<Impl*>(cls)->request_completed(connection);
+    static_cast<Impl*>(cls)->request_completed(connection, how);
     if (exchange && exchange->handed_off) static_cast<Impl*>(cls)->answer_sent();
     delete exchange;  // removes a spooled body that was not adopted
     *context = nullptr;
