@@ -28,7 +28,7 @@ Role role_from(std::string_view name) {
 }
 
 std::unexpected<StoreError> no_key(std::string_view id) {
-  return fail(StoreErrc::no_such_access_key, "no such access key " + std::string(id));
+  return failure(StoreErrc::no_such_access_key, "no such access key " + std::string(id));
 }
 
 bool key_exists(sqlite::Db& db, std::string_view id) {
@@ -82,7 +82,7 @@ bool valid_roles(const std::vector<BucketRole>& roles) {
 
 Result<AccessKey> SqliteStore::create_access_key(std::string_view name,
                                                  std::vector<BucketRole> roles) {
-  if (!valid_roles(roles)) return fail(StoreErrc::invalid_argument, "a role names no bucket");
+  if (!valid_roles(roles)) return failure(StoreErrc::invalid_argument, "a role names no bucket");
   return write([&](WriteCtx& ctx) -> Result<AccessKey> {
     AccessKey key;
     // tigris-wire §3.1: tid_/tsec_ prefixes; the random parts come from the OS CSPRNG.
@@ -146,7 +146,7 @@ Result<void> SqliteStore::delete_access_key(std::string_view id) {
 
 Result<void> SqliteStore::update_access_key_roles(std::string_view id,
                                                   std::vector<BucketRole> roles) {
-  if (!valid_roles(roles)) return fail(StoreErrc::invalid_argument, "a role names no bucket");
+  if (!valid_roles(roles)) return failure(StoreErrc::invalid_argument, "a role names no bucket");
   return write([&](WriteCtx& ctx) -> Result<void> {
     if (!key_exists(ctx.db, id)) return no_key(id);
     write_roles(ctx.db, id, roles);

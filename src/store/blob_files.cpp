@@ -134,7 +134,7 @@ void BlobFiles::release(std::string_view hash) {
 
 void BlobFiles::prune_pins_locked(std::chrono::steady_clock::time_point now) {
   writes_since_prune_ = 0;
-  std::erase_if(pins_, [&](const auto& entry) { return now - entry.second.last > kPinGrace; });
+  std::erase_if(pins_, [&](const auto& entry) { return now - entry.second.last > k_pin_grace; });
 }
 
 void BlobFiles::remove_unreferenced(const std::vector<std::string>& hashes) {

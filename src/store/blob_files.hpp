@@ -34,7 +34,7 @@ class BlobFiles {
   // A blob is "pinned" from write/adopt until a row references it (release) so that a
   // concurrent delete that drops the same content's last reference does not unlink the file
   // between write_blob and put_object (§6.7: unreferenced files younger than a grace period
-  // are kept). Pins that are never released expire after kPinGrace.
+  // are kept). Pins that are never released expire after k_pin_grace.
   void release(std::string_view hash);
   // Unlinks files whose last reference was just dropped (called after COMMIT, under the
   // writer lock), skipping pinned ones: a put in flight will reference them.
@@ -44,7 +44,7 @@ class BlobFiles {
   // Returns the number of orphan files removed.
   std::size_t sweep(const std::function<bool(std::string_view hash)>& referenced);
 
-  static constexpr std::chrono::minutes kPinGrace{60};
+  static constexpr std::chrono::minutes k_pin_grace{60};
 
  private:
   BlobRef place(const std::filesystem::path& file, std::string_view hash, std::int64_t size);

@@ -14,7 +14,7 @@ namespace {
 // and nearer layers shadow, visible entries. Without a bound, a page of an emptied fork read
 // every tombstone in it. S3 allows a truncated page with fewer keys than asked for, even
 // none, and clients follow its continuation token.
-constexpr int kMaxRowsBeyondKeys = 1000;
+constexpr int k_max_rows_beyond_keys = 1000;
 
 // One chain layer's rows in key order: for each key, the newest version at or below the
 // layer's horizon. SQLite takes the bare columns from the row holding max(seq) and streams
@@ -67,7 +67,7 @@ class Cursor {
 
   bool valid() const noexcept { return valid_; }
   const std::string& key() const noexcept { return key_; }
-  bool tombstone() const { return stmt_->int64(2) == kKindTombstone; }
+  bool tombstone() const { return stmt_->int64(2) == k_kind_tombstone; }
 
   ObjectInfo object() const {
     ObjectInfo info;
@@ -97,10 +97,17 @@ struct Bound {
 
 }  // namespace
 
+bool ListQuery::names_common_prefix(std::string_view key) const {
+  if (delimiter.empty() || key.size() <= prefix.size() || !key.starts_with(prefix) ||
+      !key.ends_with(delimiter))
+    return false;
+  return key.find(delimiter, prefix.size()) == key.size() - delimiter.size();
+}
+
 Result<ListPage> SqliteStore::list_objects(std::string_view bucket, const ListQuery& query) {
   return read([&](sqlite::Db& db) -> Result<ListPage> {
     const auto row = find_bucket(db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     return list_in(db, *row, query);
   });
 }
@@ -109,7 +116,7 @@ Result<BucketStats> SqliteStore::bucket_stats(std::string_view bucket) {
   // One read transaction: the counts are of one moment, whatever writers do meanwhile.
   return read([&](sqlite::Db& db) -> Result<BucketStats> {
     const auto row = find_bucket(db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     BucketStats stats;
     ListQuery query;
     while (true) {
@@ -127,7 +134,7 @@ Result<BucketStats> SqliteStore::bucket_stats(std::string_view bucket) {
 
 Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
                                       const ListQuery& query) {
-  if (query.max_keys < 0) return fail(StoreErrc::invalid_argument, "negative max-keys");
+  if (query.max_keys < 0) return failure(StoreErrc::invalid_argument, "negative max-keys");
   ListPage page;
   if (query.max_keys == 0) return page;  // nothing asked for; never "truncated" (no resume point)
 
@@ -159,8 +166,16 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
 
   int emitted = 0;
   std::int64_t rows = 0;  // stepped over, in every layer
-  const std::int64_t max_rows = std::int64_t{query.max_keys} + kMaxRowsBeyondKeys;
-  std::optional<std::string> deleted_after_last;  // the last deleted key after page.last
+  const std::int64_t max_rows = std::int64_t{query.max_keys} + k_max_rows_beyond_keys;
+  // Deleted keys stepped over after page.last: the last one, and the last one the next page
+  // may resume at (see ListPage::last).
+  std::optional<std::string> deleted_after_last;
+  std::optional<std::string> resumable_deleted;
+  // Whether a page may resume at the deleted key `deleted` when `next` is the key after it:
+  // not when a marker of it would skip keys under it still to be listed.
+  const auto may_resume_at = [&](const std::string& deleted, std::string_view next) {
+    return !next.starts_with(deleted) || !query.names_common_prefix(deleted);
+  };
   while (true) {
     // The smallest head key; on equal keys the nearest layer (lowest depth) wins. Chains are
     // a handful of layers deep, so a linear scan beats a heap here.
@@ -174,7 +189,12 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
         cursors, [&](const Cursor& cursor) { return cursor.valid() && cursor.key() == key; });
     if (rows + copies > max_rows) {
       page.truncated = true;
-      if (deleted_after_last) {  // the next page resumes after the deleted keys stepped over
+      // The next page resumes after the deleted keys stepped over. Only the last can be
+      // unfit (a deleted "dir/" with keys under it next), and a cut page has stepped over
+      // ~1000 rows of deleted keys since its last entry, so an earlier one is there.
+      if (deleted_after_last && !may_resume_at(*deleted_after_last, key))
+        deleted_after_last = std::move(resumable_deleted);
+      if (deleted_after_last) {
         page.last = std::move(*deleted_after_last);
         page.last_is_prefix = false;
       }
@@ -188,6 +208,8 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
       if (cursor.valid() && cursor.key() == key) cursor.advance();  // deeper copies are shadowed
     }
     if (tombstone) {
+      if (deleted_after_last && may_resume_at(*deleted_after_last, key))
+        resumable_deleted = std::move(deleted_after_last);
       deleted_after_last = key;  // absent, but it still shadowed the deeper layers
       continue;
     }
@@ -203,6 +225,7 @@ Result<ListPage> SqliteStore::list_in(sqlite::Db& db, const BucketRow& bucket,
     }
     ++emitted;
     deleted_after_last.reset();
+    resumable_deleted.reset();
     if (common) {
       page.common_prefixes.push_back(*common);
       page.last = *common;

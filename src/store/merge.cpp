@@ -23,12 +23,12 @@ bool same_content(const ObjectInfo& a, const ObjectInfo& b) {
 Result<MergeResult> SqliteStore::merge_fork(std::string_view target, std::string_view fork) {
   return write([&](WriteCtx& ctx) -> Result<MergeResult> {
     const auto parent = find_bucket(ctx.db, target);
-    if (!parent) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(target));
+    if (!parent) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(target));
     const auto child = find_bucket(ctx.db, fork);
-    if (!child) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(fork));
+    if (!child) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(fork));
     if (child->parent_id != parent->id || !child->fork_seq) {
-      return fail(StoreErrc::invalid_argument,
-                  child->name + " is not a direct fork of " + parent->name);
+      return failure(StoreErrc::invalid_argument,
+                     child->name + " is not a direct fork of " + parent->name);
     }
 
     // The keys the fork changed: one row per key it wrote or deleted, its newest.
@@ -46,10 +46,10 @@ Result<MergeResult> SqliteStore::merge_fork(std::string_view target, std::string
     const auto live_layers = chain(ctx.db, parent->id, std::nullopt);
     MergeResult result;
     for (const auto& key : keys) {
-      const auto mine = latest_in_layer(ctx.db, child->id, key, kSeqMax);
+      const auto mine = latest_in_layer(ctx.db, child->id, key, k_seq_max);
       if (!mine) continue;
       const auto base = resolve(ctx.db, base_layers, key);
-      if (mine->kind == kKindTombstone) {
+      if (mine->kind == k_kind_tombstone) {
         // Deleted in the fork: a change only when the key existed at the fork point.
         if (!base) continue;
         if (!resolve(ctx.db, live_layers, key)) continue;  // already gone in the parent
@@ -81,13 +81,13 @@ Result<BucketInfo> SqliteStore::rebase_fork(std::string_view fork) {
   std::int64_t old_id = 0;
   auto rebased = write([&](WriteCtx& ctx) -> Result<BucketInfo> {
     const auto row = find_bucket(ctx.db, fork);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(fork));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(fork));
     if (!row->parent_id) {
-      return fail(StoreErrc::invalid_argument, row->name + " is not a fork; nothing to rebase");
+      return failure(StoreErrc::invalid_argument, row->name + " is not a fork; nothing to rebase");
     }
-    if (has_children(ctx.db, row->id, false)) {
-      return fail(StoreErrc::bucket_has_forks,
-                  "bucket " + row->name + " has forks; delete them before rebasing it");
+    if (has_children(ctx.db, row->id, true)) {
+      return failure(StoreErrc::bucket_has_forks,
+                     "bucket " + row->name + " has forks; delete them before rebasing it");
     }
     // A bucket id's ancestry is immutable (readers cache it without invalidation), so the
     // rebased fork gets a new id with the new horizon and its own rows move to it: O(rows
@@ -104,7 +104,7 @@ Result<BucketInfo> SqliteStore::rebase_fork(std::string_view fork) {
           .bind(2, *row->parent_id)
           .bind(3, horizon)
           .bind(4, row->created);
-      if (!q->step()) return fail(StoreErrc::io, "inserting the rebased fork failed");
+      if (!q->step()) return failure(StoreErrc::io, "inserting the rebased fork failed");
       new_id = q->int64(0);
     }
     // The fork's key roles move with it (issue 21 §2): a grant is bound to the bucket id.
@@ -114,10 +114,16 @@ Result<BucketInfo> SqliteStore::rebase_fork(std::string_view fork) {
           .bind(2, new_id)
           .run();
     }
+    // Forks deleted but not yet reclaimed keep their place under it (nothing reads them; the
+    // reclaimer removes them before their parent's row): they do not hold the rebase up.
+    ctx.db.query("UPDATE buckets SET parent_id=?2 WHERE parent_id=?1")
+        ->bind(1, row->id)
+        .bind(2, new_id)
+        .run();
     ctx.db.query("DELETE FROM buckets WHERE id=?1")->bind(1, row->id).run();
     old_id = row->id;
     auto moved = find_bucket_by_id(ctx.db, new_id);
-    if (!moved) return fail(StoreErrc::io, "the rebased fork vanished");
+    if (!moved) return failure(StoreErrc::io, "the rebased fork vanished");
     return info_of(ctx.db, *moved);
   });
   if (rebased) forget_chain(old_id);

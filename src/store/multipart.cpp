@@ -13,7 +13,7 @@ namespace tfork::store {
 
 namespace {
 
-constexpr int kMaxPartNumber = 10000;  // S3's limit
+constexpr int k_max_part_number = 10000;  // S3's limit
 
 struct UploadRow {
   std::int64_t bucket_id = 0;
@@ -45,26 +45,26 @@ std::string normalise_etag(std::string_view etag) {
 }
 
 Result<void> check_part_number(int part_number) {
-  if (part_number < 1 || part_number > kMaxPartNumber) {
-    return fail(StoreErrc::invalid_argument,
-                "part number must be 1.." + std::to_string(kMaxPartNumber));
+  if (part_number < 1 || part_number > k_max_part_number) {
+    return failure(StoreErrc::invalid_argument,
+                   "part number must be 1.." + std::to_string(k_max_part_number));
   }
   return {};
 }
 
 std::unexpected<StoreError> no_upload(std::string_view upload_id) {
-  return fail(StoreErrc::no_such_upload, "no such upload " + std::string(upload_id));
+  return failure(StoreErrc::no_such_upload, "no such upload " + std::string(upload_id));
 }
 
 }  // namespace
 
 Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::string_view key,
                                               NewObject meta) {
-  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (!valid_key(key)) return failure(StoreErrc::invalid_argument, "invalid object key");
   if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
     const auto row = find_bucket(ctx.db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     UploadInfo info{crypto::random_hex(16), row->name, std::string(key), now_ns(), meta.checksums};
     const auto user_meta = encode_metadata(meta.user_meta);
     const auto checksums = encode_metadata(meta.checksums);
@@ -91,7 +91,7 @@ Result<PartInfo> SqliteStore::put_part(std::string_view upload_id, int part_numb
     release_on_commit(ctx, blob);
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
     if (!present(blob)) {
-      return fail(StoreErrc::invalid_argument, "blob " + blob.hash + " was not written");
+      return failure(StoreErrc::invalid_argument, "blob " + blob.hash + " was not written");
     }
     return place_part(ctx, upload_id, part_number, std::move(blob), std::move(etag),
                       std::move(checksums));
@@ -102,7 +102,8 @@ Result<PartInfo> SqliteStore::put_part_copy(std::string_view upload_id, int part
                                             BlobRef range, std::string etag, Metadata checksums) {
   if (auto valid = check_part_number(part_number); !valid) return std::unexpected(valid.error());
   if (range.bytes || range.data_id || range.offset < 0 || range.size < 0) {
-    return fail(StoreErrc::invalid_argument, "only a range of a blob file is copied by reference");
+    return failure(StoreErrc::invalid_argument,
+                   "only a range of a blob file is copied by reference");
   }
   if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<PartInfo> {
@@ -116,7 +117,7 @@ Result<PartInfo> SqliteStore::put_part_copy(std::string_view upload_id, int part
       if (q->bind(1, std::string_view(range.hash)).step()) stored_size = q->int64(0);
     }
     if (!stored_size || !blobs_.exists(range.hash) || range.offset + range.size > *stored_size) {
-      return fail(StoreErrc::invalid_argument, "blob " + range.hash + " is not stored");
+      return failure(StoreErrc::invalid_argument, "blob " + range.hash + " is not stored");
     }
     return place_part(ctx, upload_id, part_number, std::move(range), std::move(etag),
                       std::move(checksums));
@@ -181,7 +182,7 @@ Result<std::vector<UploadInfo>> SqliteStore::list_uploads(std::string_view bucke
                                                           std::string_view prefix) {
   return read([&](sqlite::Db& db) -> Result<std::vector<UploadInfo>> {
     const auto row = find_bucket(db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     std::vector<UploadInfo> uploads;
     auto q = db.query(
         "SELECT upload_id, key, created, checksums FROM uploads WHERE bucket_id=?1 "
@@ -219,36 +220,37 @@ Result<ObjectInfo> SqliteStore::complete_upload(
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);
     const auto bucket = find_bucket_by_id(ctx.db, upload->bucket_id);
-    if (!bucket) return fail(StoreErrc::no_such_bucket, "the upload's bucket is gone");
+    if (!bucket) return failure(StoreErrc::no_such_bucket, "the upload's bucket is gone");
     if (auto held = check_current(ctx, *bucket, upload->key, conditions); !held) {
       return std::unexpected(std::move(held.error()));
     }
     if (parts.empty()) {
-      return fail(StoreErrc::invalid_argument, "a multipart upload needs at least one part");
+      return failure(StoreErrc::invalid_argument, "a multipart upload needs at least one part");
     }
     NewObject object;
     std::vector<std::string> etags;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const auto& [number, etag] = parts[i];
       if (i > 0 && number <= parts[i - 1].first) {
-        return fail(StoreErrc::invalid_part_order, "parts must be listed in ascending order");
+        return failure(StoreErrc::invalid_part_order, "parts must be listed in ascending order");
       }
       auto q = ctx.db.query(
           "SELECT blob, size, etag, checksums, blob_offset FROM upload_parts WHERE upload_id=?1 "
           "AND part_no=?2");
       if (!q->bind(1, upload_id).bind(2, std::int64_t{number}).step()) {
-        return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " not uploaded");
+        return failure(StoreErrc::invalid_part, "part " + std::to_string(number) + " not uploaded");
       }
       const std::string stored = normalise_etag(q->view(2));
       if (stored != normalise_etag(etag)) {
-        return fail(StoreErrc::invalid_part, "part " + std::to_string(number) + " etag mismatch");
+        return failure(StoreErrc::invalid_part,
+                       "part " + std::to_string(number) + " etag mismatch");
       }
       object.parts.push_back(
           BlobRef{q->text(0), q->int64(1), decode_metadata(q->opt_text(3)), {}, {}, q->int64(4)});
       etags.push_back(stored);
     }
     auto etag = multipart_etag(etags);
-    if (!etag) return fail(StoreErrc::invalid_part, "a part's etag is not an md5");
+    if (!etag) return failure(StoreErrc::invalid_part, "a part's etag is not an md5");
     object.etag = std::move(*etag);
     object.content_type = upload->content_type;
     object.user_meta = decode_metadata(upload->user_meta);

@@ -9,7 +9,7 @@ namespace tfork::store {
 
 namespace {
 
-constexpr const char* kVersionColumns =
+constexpr const char* k_version_columns =
     "seq, kind, blob, size, nparts, etag, content_type, user_meta, checksums, data_id";
 
 VersionRow version_from(const sqlite::Stmt& s) {
@@ -41,7 +41,7 @@ std::int64_t total_size(const std::vector<BlobRef>& parts) {
 std::optional<VersionRow> SqliteStore::latest_in_layer(sqlite::Db& db, std::int64_t bucket_id,
                                                        std::string_view key, Seq horizon) {
   // §3.2: one primary-key seek per layer.
-  auto q = db.query(std::string("SELECT ") + kVersionColumns +
+  auto q = db.query(std::string("SELECT ") + k_version_columns +
                     " FROM versions WHERE bucket_id=?1 AND key=?2 AND seq<=?3"
                     " ORDER BY seq DESC LIMIT 1");
   if (!q->bind(1, bucket_id).bind(2, key).bind(3, horizon).step()) return std::nullopt;
@@ -53,7 +53,7 @@ std::optional<Found> SqliteStore::resolve(sqlite::Db& db, const std::vector<Laye
   for (const auto& layer : layers) {
     auto row = latest_in_layer(db, layer.bucket_id, key, layer.horizon);
     if (!row) continue;
-    if (row->kind == kKindTombstone) return std::nullopt;  // shadows every deeper layer
+    if (row->kind == k_kind_tombstone) return std::nullopt;  // shadows every deeper layer
     return Found{layer.bucket_id, std::move(*row)};
   }
   return std::nullopt;
@@ -95,9 +95,9 @@ Result<ObjectInfo> SqliteStore::get_object(std::string_view bucket, std::string_
                                            std::optional<Seq> at) {
   return read([&](sqlite::Db& db) -> Result<ObjectInfo> {
     const auto row = find_bucket(db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     const auto found = resolve(db, chain(db, row->id, at), key);
-    if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(key));
+    if (!found) return failure(StoreErrc::no_such_key, "no such key " + std::string(key));
     auto info = object_info(db, found->bucket_id, key, found->row);
     load_bytes(db, info.parts);  // in this read transaction: the bytes of this very version
     return info;
@@ -245,7 +245,7 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
   // every version because any ns timestamp may be read or forked from (§6.7).
   const bool prunes = !bucket.snapshot_enabled && !bucket.parent_id;
   std::optional<VersionRow> previous;
-  if (prunes) previous = latest_in_layer(ctx.db, bucket.id, key, kSeqMax);
+  if (prunes) previous = latest_in_layer(ctx.db, bucket.id, key, k_seq_max);
   const Seq seq = next_seq(ctx.db);
 
   if (object != nullptr) {
@@ -340,15 +340,15 @@ std::optional<Seq> SqliteStore::insert_version(WriteCtx& ctx, const BucketRow& b
 Result<void> check_conditions(const WriteConditions& conditions,
                               std::optional<std::string_view> current_etag) {
   if (conditions.if_none_match_any && current_etag) {
-    return fail(StoreErrc::precondition_failed, "If-None-Match: the key exists");
+    return failure(StoreErrc::precondition_failed, "If-None-Match: the key exists");
   }
   if (conditions.if_match) {
-    if (!current_etag) return fail(StoreErrc::no_such_key, "If-Match: no such key");
+    if (!current_etag) return failure(StoreErrc::no_such_key, "If-Match: no such key");
     const auto& etags = *conditions.if_match;
     if (std::ranges::none_of(
             etags, [&](const std::string& etag) { return etag == "*" || etag == *current_etag; })) {
-      return fail(StoreErrc::precondition_failed,
-                  "If-Match: the ETag is " + std::string(*current_etag));
+      return failure(StoreErrc::precondition_failed,
+                     "If-Match: the ETag is " + std::string(*current_etag));
     }
   }
   return {};
@@ -370,10 +370,10 @@ Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
   for (const auto& part : object.parts)
     release_on_commit(ctx, part);
   const auto row = find_bucket(ctx.db, bucket);
-  if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+  if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
   for (const auto& part : object.parts) {
     if (!present(part)) {
-      return fail(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
+      return failure(StoreErrc::invalid_argument, "blob " + part.hash + " was not written");
     }
   }
   if (auto held = check_current(ctx, *row, key, conditions); !held) {
@@ -385,14 +385,14 @@ Result<ObjectInfo> SqliteStore::put_row(WriteCtx& ctx, std::string_view bucket,
 
 Result<ObjectInfo> SqliteStore::put_object(std::string_view bucket, std::string_view key,
                                            NewObject object, WriteConditions conditions) {
-  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (!valid_key(key)) return failure(StoreErrc::invalid_argument, "invalid object key");
   return write([&](WriteCtx& ctx) { return put_row(ctx, bucket, key, object, conditions); });
 }
 
 void SqliteStore::put_object_async(std::string bucket, std::string key, NewObject object,
                                    std::function<void(Result<ObjectInfo>)> done,
                                    WriteConditions conditions) {
-  if (!valid_key(key)) return done(fail(StoreErrc::invalid_argument, "invalid object key"));
+  if (!valid_key(key)) return done(failure(StoreErrc::invalid_argument, "invalid object key"));
   write_async([this, bucket = std::move(bucket), key = std::move(key), object = std::move(object),
                conditions = std::move(conditions)](
                   WriteCtx& ctx) mutable { return put_row(ctx, bucket, key, object, conditions); },
@@ -407,10 +407,10 @@ Result<void> SqliteStore::delete_object(std::string_view bucket, std::string_vie
 
 Result<std::optional<Seq>> SqliteStore::delete_object_version(std::string_view bucket,
                                                               std::string_view key) {
-  if (!valid_key(key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (!valid_key(key)) return failure(StoreErrc::invalid_argument, "invalid object key");
   return write_freeing([&](WriteCtx& ctx) -> Result<std::optional<Seq>> {
     const auto row = find_bucket(ctx.db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     // §6.6: a tombstone only when the key is visible (through the chain); else a no-op.
     if (!resolve(ctx.db, chain(ctx.db, row->id, std::nullopt), key)) {
       return std::optional<Seq>();
@@ -424,15 +424,17 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
                                             std::string_view dst_key,
                                             std::optional<NewObject> replace,
                                             WriteConditions conditions) {
-  if (!valid_key(dst_key)) return fail(StoreErrc::invalid_argument, "invalid object key");
+  if (!valid_key(dst_key)) return failure(StoreErrc::invalid_argument, "invalid object key");
   if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto src = find_bucket(ctx.db, src_bucket);
-    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(src_bucket));
+    if (!src)
+      return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(src_bucket));
     const auto found = resolve(ctx.db, chain(ctx.db, src->id, src_at), src_key);
-    if (!found) return fail(StoreErrc::no_such_key, "no such key " + std::string(src_key));
+    if (!found) return failure(StoreErrc::no_such_key, "no such key " + std::string(src_key));
     const auto dst = find_bucket(ctx.db, dst_bucket);
-    if (!dst) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(dst_bucket));
+    if (!dst)
+      return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(dst_bucket));
     if (auto held = check_current(ctx, *dst, dst_key, conditions); !held) {
       return std::unexpected(std::move(held.error()));
     }

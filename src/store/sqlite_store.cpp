@@ -24,7 +24,7 @@ namespace {
 // server-design.md §6.2, with the additions the engine needs: `nparts` (multipart manifest
 // in version_parts), AUTOINCREMENT so a bucket id is never reused, and a children index that
 // also covers buckets being reclaimed (a parent row outlives its children's rows).
-constexpr const char* kSchema = R"sql(
+constexpr const char* k_schema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS buckets(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -116,14 +116,14 @@ INSERT OR IGNORE INTO meta(k, v) VALUES('last_seq', 0);
 // Rows deleted per transaction when reclaiming a deleted bucket, so the writer lock is never
 // held for long (§6.7 "batches of about 10k rows"; smaller here because each row also
 // touches blob refcounts).
-constexpr int kReclaimBatch = 500;
+constexpr int k_reclaim_batch = 500;
 
 // Idle read connections kept; more are opened on demand and closed when returned.
-constexpr std::size_t kMaxIdleReaders = 256;
+constexpr std::size_t k_max_idle_readers = 256;
 // Writes committed together at most (group commit): bounds the wait of the first one.
-constexpr std::size_t kMaxWriteBatch = 64;
+constexpr std::size_t k_max_write_batch = 64;
 
-constexpr const char* kBucketColumns =
+constexpr const char* k_bucket_columns =
     "id, name, snapshot_enabled, parent_id, fork_seq, created_seq";
 
 // Data directories made before roles named bucket ids: bind each role to the bucket that
@@ -209,7 +209,7 @@ Result<std::unique_ptr<Store>> SqliteStore::open_at(const fs::path& dir,
     const fs::path lock_path = dir / "LOCK";
     lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd < 0) {
-      return fail(StoreErrc::io, "open " + lock_path.string() + ": " + std::strerror(errno));
+      return failure(StoreErrc::io, "open " + lock_path.string() + ": " + std::strerror(errno));
     }
     // §6.1: one server per data directory. flock conflicts across open file descriptions,
     // so a second Store in the same process is refused too.
@@ -217,10 +217,10 @@ Result<std::unique_ptr<Store>> SqliteStore::open_at(const fs::path& dir,
       const int saved = errno;
       ::close(lock_fd);
       if (saved == EWOULDBLOCK) {
-        return fail(StoreErrc::io,
-                    "data directory " + dir.string() + " is in use by another tfork serve");
+        return failure(StoreErrc::io,
+                       "data directory " + dir.string() + " is in use by another tfork serve");
       }
-      return fail(StoreErrc::io, "flock " + lock_path.string() + ": " + std::strerror(saved));
+      return failure(StoreErrc::io, "flock " + lock_path.string() + ": " + std::strerror(saved));
     }
     std::unique_ptr<SqliteStore> store(new SqliteStore(dir, options, lock_fd));
     lock_fd = -1;  // owned by the store now
@@ -228,7 +228,7 @@ Result<std::unique_ptr<Store>> SqliteStore::open_at(const fs::path& dir,
     return std::unique_ptr<Store>(std::move(store));
   } catch (const std::exception& e) {
     if (lock_fd >= 0) ::close(lock_fd);
-    return fail(StoreErrc::io, std::string("opening the store: ") + e.what());
+    return failure(StoreErrc::io, std::string("opening the store: ") + e.what());
   }
 }
 
@@ -291,7 +291,7 @@ void SqliteStore::initialise() {
   writer_->exec("PRAGMA cache_size=-16384");
   {
     sqlite::Transaction txn(*writer_, sqlite::Transaction::Kind::write);
-    writer_->exec(kSchema);
+    writer_->exec(k_schema);
     migrate_key_roles(*writer_);
     migrate_part_checksums(*writer_);
     migrate_blob_data(*writer_);
@@ -418,7 +418,7 @@ std::unique_ptr<sqlite::Db> SqliteStore::acquire_reader() {
 
 void SqliteStore::release_reader(std::unique_ptr<sqlite::Db> db) {
   std::lock_guard lock(pool_mu_);
-  if (pool_.size() < kMaxIdleReaders) pool_.push_back(std::move(db));
+  if (pool_.size() < k_max_idle_readers) pool_.push_back(std::move(db));
 }
 
 StoreError failure_of(const std::exception& e, std::string_view doing) {
@@ -448,7 +448,7 @@ void SqliteStore::run_committer() {
     queue_wake_.wait(lock, [this] { return commit_stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and nothing left
     // What waits, in arrival order.
-    const auto take = std::min(queue_.size(), kMaxWriteBatch);
+    const auto take = std::min(queue_.size(), k_max_write_batch);
     const std::vector<QueuedWrite*> batch(queue_.begin(), queue_.begin() + take);
     queue_.erase(queue_.begin(), queue_.begin() + take);
     lock.unlock();
@@ -553,15 +553,15 @@ Seq SqliteStore::next_seq(sqlite::Db& db) {
 // ---------------------------------------------------------------- bucket rows and chains
 
 std::optional<BucketRow> SqliteStore::find_bucket(sqlite::Db& db, std::string_view name) {
-  auto q =
-      db.query(std::string("SELECT ") + kBucketColumns + " FROM buckets WHERE name=?1 AND state=0");
+  auto q = db.query(std::string("SELECT ") + k_bucket_columns +
+                    " FROM buckets WHERE name=?1 AND state=0");
   if (!q->bind(1, name).step()) return std::nullopt;
   return bucket_from(*q);
 }
 
 std::optional<BucketRow> SqliteStore::find_bucket_by_id(sqlite::Db& db, std::int64_t id) {
   auto q =
-      db.query(std::string("SELECT ") + kBucketColumns + " FROM buckets WHERE id=?1 AND state=0");
+      db.query(std::string("SELECT ") + k_bucket_columns + " FROM buckets WHERE id=?1 AND state=0");
   if (!q->bind(1, id).step()) return std::nullopt;
   return bucket_from(*q);
 }
@@ -614,8 +614,8 @@ std::vector<Layer> SqliteStore::chain(sqlite::Db& db, std::int64_t bucket_id,
   const auto anc = ancestry(db, bucket_id);
   std::vector<Layer> layers;
   layers.reserve(anc->ids.size());
-  Seq horizon = at.value_or(kSeqMax);
-  Seq cap = kSeqMax;
+  Seq horizon = at.value_or(k_seq_max);
+  Seq cap = k_seq_max;
   for (std::size_t i = 0; i < anc->ids.size(); ++i) {
     layers.push_back(Layer{anc->ids[i], horizon});
     if (i < anc->caps.size()) {
@@ -639,10 +639,10 @@ void SqliteStore::forget_all_chains() {
 // ---------------------------------------------------------------- buckets
 
 Result<BucketInfo> SqliteStore::create_bucket(std::string_view name, bool snapshot_enabled) {
-  if (name.empty()) return fail(StoreErrc::invalid_argument, "empty bucket name");
+  if (name.empty()) return failure(StoreErrc::invalid_argument, "empty bucket name");
   return write([&](WriteCtx& ctx) -> Result<BucketInfo> {
     if (find_bucket(ctx.db, name)) {
-      return fail(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
+      return failure(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
     }
     const Seq seq = next_seq(ctx.db);
     auto q =
@@ -658,30 +658,30 @@ Result<BucketInfo> SqliteStore::create_bucket(std::string_view name, bool snapsh
 
 Result<BucketInfo> SqliteStore::create_fork(std::string_view name, std::string_view source,
                                             std::optional<Seq> snapshot) {
-  if (name.empty()) return fail(StoreErrc::invalid_argument, "empty bucket name");
+  if (name.empty()) return failure(StoreErrc::invalid_argument, "empty bucket name");
   return write([&](WriteCtx& ctx) -> Result<BucketInfo> {
     if (find_bucket(ctx.db, name)) {
-      return fail(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
+      return failure(StoreErrc::bucket_exists, "bucket " + std::string(name) + " already exists");
     }
     const auto src = find_bucket(ctx.db, source);
-    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
+    if (!src) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
     if (!src->snapshot_enabled) {
-      return fail(StoreErrc::not_snapshot_enabled,
-                  "forks need a snapshot-enabled source; " + src->name + " is not");
+      return failure(StoreErrc::not_snapshot_enabled,
+                     "forks need a snapshot-enabled source; " + src->name + " is not");
     }
     Seq horizon = 0;
     Seq created = 0;
     if (snapshot) {
       // tigris-wire §1.4: any ns timestamp may be the fork point, but not one in the future:
       // the source's later writes must stay invisible, so every later seq is pushed above it.
-      if (*snapshot < 0) return fail(StoreErrc::invalid_argument, "negative snapshot version");
+      if (*snapshot < 0) return failure(StoreErrc::invalid_argument, "negative snapshot version");
       if (*snapshot > std::max(now_ns(), last_seq_)) {
-        return fail(StoreErrc::invalid_argument, "snapshot version is in the future");
+        return failure(StoreErrc::invalid_argument, "snapshot version is in the future");
       }
       // Through a fork, nothing older than its own fork point is reachable (issue 9 §3).
       if (src->parent_id && src->fork_seq && *snapshot < *src->fork_seq) {
-        return fail(StoreErrc::invalid_argument,
-                    "snapshot version is older than " + src->name + "'s fork point");
+        return failure(StoreErrc::invalid_argument,
+                       "snapshot version is older than " + src->name + "'s fork point");
       }
       horizon = *snapshot;
       last_seq_ = std::max(last_seq_, horizon);
@@ -713,7 +713,7 @@ Result<BucketInfo> SqliteStore::create_fork(std::string_view name, std::string_v
 Result<BucketInfo> SqliteStore::head_bucket(std::string_view name) {
   return read([&](sqlite::Db& db) -> Result<BucketInfo> {
     const auto row = find_bucket(db, name);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
     return info_of(db, *row);
   });
 }
@@ -722,7 +722,7 @@ Result<std::vector<BucketInfo>> SqliteStore::list_buckets() {
   return read([&](sqlite::Db& db) -> Result<std::vector<BucketInfo>> {
     std::vector<BucketRow> rows;
     {
-      auto q = db.query(std::string("SELECT ") + kBucketColumns +
+      auto q = db.query(std::string("SELECT ") + k_bucket_columns +
                         " FROM buckets WHERE state=0 ORDER BY name");
       while (q->step())
         rows.push_back(bucket_from(*q));
@@ -738,10 +738,10 @@ Result<std::vector<BucketInfo>> SqliteStore::list_buckets() {
 Result<std::vector<BucketInfo>> SqliteStore::list_forks(std::string_view source) {
   return read([&](sqlite::Db& db) -> Result<std::vector<BucketInfo>> {
     const auto src = find_bucket(db, source);
-    if (!src) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
+    if (!src) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(source));
     std::vector<BucketRow> rows;
     {
-      auto q = db.query(std::string("SELECT ") + kBucketColumns +
+      auto q = db.query(std::string("SELECT ") + k_bucket_columns +
                         " FROM buckets WHERE parent_id=?1 AND state=0 ORDER BY name");
       q->bind(1, src->id);
       while (q->step())
@@ -759,12 +759,12 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
   std::int64_t id = 0;
   auto marked = write_freeing([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, name);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
     // tigris-wire §2.10: a source with live forks cannot be deleted, force or not. A fork
     // still being reclaimed does not count: the reclaimer removes its row first.
     if (has_children(ctx.db, row->id, true)) {
-      return fail(StoreErrc::bucket_has_forks,
-                  "bucket " + row->name + " has forks; delete them first");
+      return failure(StoreErrc::bucket_has_forks,
+                     "bucket " + row->name + " has forks; delete them first");
     }
     if (!force) {
       // Pages of deleted keys only may come before the first visible one.
@@ -774,7 +774,7 @@ Result<void> SqliteStore::delete_bucket(std::string_view name, bool force) {
         auto page = list_in(ctx.db, *row, probe);
         if (!page) return std::unexpected(page.error());
         if (!page->objects.empty()) {
-          return fail(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
+          return failure(StoreErrc::bucket_not_empty, "bucket " + row->name + " is not empty");
         }
         if (!page->truncated) break;
         probe.after = page->last;
@@ -850,7 +850,7 @@ bool SqliteStore::reclaim_batch(std::int64_t bucket_id) {
     std::vector<std::pair<std::string, Seq>> rows;
     {
       auto q = ctx.db.query("SELECT key, seq FROM versions WHERE bucket_id=?1 LIMIT ?2");
-      q->bind(1, bucket_id).bind(2, std::int64_t{kReclaimBatch});
+      q->bind(1, bucket_id).bind(2, std::int64_t{k_reclaim_batch});
       while (q->step())
         rows.emplace_back(q->text(0), q->int64(1));
     }
@@ -871,18 +871,18 @@ bool SqliteStore::reclaim_batch(std::int64_t bucket_id) {
 Result<void> SqliteStore::set_snapshot_enabled(std::string_view name, bool enabled) {
   return write([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, name);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(name));
     if (!enabled) {
       // tigris-wire §2.2: Snapshot → Regular is refused for fork parents and fork children
       // (a regular bucket prunes history that a fork or snapshot may rely on). A deleted fork
       // whose rows are still being reclaimed reads nothing any more, so it does not count.
       if (has_children(ctx.db, row->id, true)) {
-        return fail(StoreErrc::bucket_has_forks,
-                    "bucket " + row->name + " has forks; it must stay snapshot-enabled");
+        return failure(StoreErrc::bucket_has_forks,
+                       "bucket " + row->name + " has forks; it must stay snapshot-enabled");
       }
       if (row->parent_id) {
-        return fail(StoreErrc::invalid_argument,
-                    "bucket " + row->name + " is a fork; it must stay snapshot-enabled");
+        return failure(StoreErrc::invalid_argument,
+                       "bucket " + row->name + " is a fork; it must stay snapshot-enabled");
       }
     }
     ctx.db.query("UPDATE buckets SET snapshot_enabled=?2 WHERE id=?1")
@@ -899,10 +899,10 @@ Result<SnapshotInfo> SqliteStore::take_snapshot(std::string_view bucket,
                                                 std::optional<std::string> name) {
   return write([&](WriteCtx& ctx) -> Result<SnapshotInfo> {
     const auto row = find_bucket(ctx.db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     if (!row->snapshot_enabled) {
-      return fail(StoreErrc::not_snapshot_enabled,
-                  "bucket " + row->name + " is not snapshot-enabled");
+      return failure(StoreErrc::not_snapshot_enabled,
+                     "bucket " + row->name + " is not snapshot-enabled");
     }
     // §6.3: a snapshot is just a fresh seq recorded against the bucket; O(1).
     const Seq seq = next_seq(ctx.db);
@@ -917,7 +917,7 @@ Result<SnapshotInfo> SqliteStore::take_snapshot(std::string_view bucket,
 Result<std::vector<SnapshotInfo>> SqliteStore::list_snapshots(std::string_view bucket) {
   return read([&](sqlite::Db& db) -> Result<std::vector<SnapshotInfo>> {
     const auto row = find_bucket(db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     std::vector<SnapshotInfo> out;
     auto q = db.query("SELECT seq, name FROM snapshots WHERE bucket_id=?1 ORDER BY seq DESC");
     q->bind(1, row->id);
@@ -930,15 +930,15 @@ Result<std::vector<SnapshotInfo>> SqliteStore::list_snapshots(std::string_view b
 Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) {
   return write_freeing([&](WriteCtx& ctx) -> Result<void> {
     const auto row = find_bucket(ctx.db, bucket);
-    if (!row) return fail(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
+    if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
     // §6.7: forks made from this snapshot keep their own fork_seq; only the row goes.
     ctx.db.query("DELETE FROM snapshots WHERE bucket_id=?1 AND seq=?2")
         ->bind(1, row->id)
         .bind(2, version)
         .run();
     if (ctx.db.changes() == 0) {
-      return fail(StoreErrc::no_such_snapshot,
-                  "bucket " + row->name + " has no snapshot " + std::to_string(version));
+      return failure(StoreErrc::no_such_snapshot,
+                     "bucket " + row->name + " has no snapshot " + std::to_string(version));
     }
     return {};
   });
@@ -948,8 +948,8 @@ Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) 
 
 Result<void> SqliteStore::admit_data() {
   if (reserve_.admit_data()) return {};
-  return fail(StoreErrc::no_space, "the disk of " + dir_.string() +
-                                       " is full: new data is refused until space is freed");
+  return failure(StoreErrc::no_space, "the disk of " + dir_.string() +
+                                          " is full: new data is refused until space is freed");
 }
 
 Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
@@ -1038,7 +1038,7 @@ Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view s
       sha256_hex.size() == 64 && std::all_of(sha256_hex.begin(), sha256_hex.end(), [](char c) {
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
       });
-  if (!hex) return fail(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
+  if (!hex) return failure(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
   if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
   try {
     // A small upload joins the database like any small blob (read back and checked).

@@ -29,13 +29,14 @@
 
 namespace tfork::store {
 
-inline constexpr Seq kSeqMax = std::numeric_limits<Seq>::max();
+inline constexpr Seq k_seq_max = std::numeric_limits<Seq>::max();
 
 // versions.kind
-inline constexpr std::int64_t kKindObject = 0;
-inline constexpr std::int64_t kKindTombstone = 1;
+inline constexpr std::int64_t k_kind_object = 0;
+inline constexpr std::int64_t k_kind_tombstone = 1;
 
-inline std::unexpected<StoreError> fail(StoreErrc code, std::string message) {
+// The error a store call returns (store calls return errors; the server's fail() throws).
+inline std::unexpected<StoreError> failure(StoreErrc code, std::string message) {
   return std::unexpected(StoreError{code, std::move(message)});
 }
 
@@ -52,7 +53,7 @@ struct BucketRow {
 // One layer of a read chain: a bucket and the newest seq visible in it (§6.4).
 struct Layer {
   std::int64_t bucket_id = 0;
-  Seq horizon = kSeqMax;
+  Seq horizon = k_seq_max;
 };
 
 // The immutable ancestry of a bucket: ids and the fork seq that caps the *next* layer.
@@ -66,7 +67,7 @@ struct Ancestry {
 // A version row as read back (object or tombstone).
 struct VersionRow {
   Seq seq = 0;
-  std::int64_t kind = kKindObject;
+  std::int64_t kind = k_kind_object;
   std::optional<std::string> blob;
   std::int64_t size = 0;
   std::int64_t nparts = 0;
@@ -326,7 +327,7 @@ class SqliteStore final : public Store {
   // WAL checkpoints run on a connection and a thread of their own, never inside a writer's
   // COMMIT (SQLite's automatic checkpoint would copy pages and fsync while holding the write
   // lock, and every write queued behind it would wait). The writer's commit hook wakes the
-  // checkpointer once the WAL holds kCheckpointFrames frames.
+  // checkpointer once the WAL holds k_checkpoint_frames frames.
   void run_checkpointer();
   void checkpoint(int& wal_frames, int& copied);  // one PASSIVE pass (SQLite's counts)
   static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);

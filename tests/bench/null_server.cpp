@@ -21,7 +21,7 @@
 
 namespace {
 
-const std::string kObject(4096, 'x');
+const std::string k_object(4096, 'x');
 
 MHD_Result answer(void*, MHD_Connection* connection, const char*, const char* method, const char*,
                   const char*, size_t* upload_size, void** state) {
@@ -35,7 +35,7 @@ MHD_Result answer(void*, MHD_Connection* connection, const char*, const char* me
   }
   const bool put = std::strcmp(method, "PUT") == 0;
   MHD_Response* response = MHD_create_response_from_buffer(
-      put ? 0 : kObject.size(), const_cast<char*>(kObject.data()), MHD_RESPMEM_PERSISTENT);
+      put ? 0 : k_object.size(), const_cast<char*>(k_object.data()), MHD_RESPMEM_PERSISTENT);
   MHD_add_response_header(response, "ETag", "\"0123456789abcdef0123456789abcdef\"");
   const MHD_Result queued = MHD_queue_response(connection, MHD_HTTP_OK, response);
   MHD_destroy_response(response);

@@ -180,6 +180,12 @@ struct ListQuery {
   bool after_is_prefix = false;
   int max_keys = 1000;    // keys plus common prefixes per page
   std::optional<Seq> at;  // X-Tigris-Snapshot-Version: list the bucket as of this time
+
+  // Whether `key` has the shape of one of this listing's common prefixes (the prefix, then
+  // one segment ending with the delimiter). A v1 marker of that shape is read as a common
+  // prefix (S3 lists only entries after the marker, and everything under it rolls up into
+  // it), so a page never resumes at a deleted key of that shape while keys under it remain.
+  bool names_common_prefix(std::string_view key) const;
 };
 
 // A page steps over at most max_keys + 1000 rows (tombstones and the versions they shadow
@@ -190,7 +196,8 @@ struct ListPage {
   std::vector<std::string> common_prefixes;  // in order
   bool truncated = false;
   // The resume point: the last key or prefix emitted, or a deleted key stepped over after it
-  // (every key up to it has been listed).
+  // (every key up to it has been listed; never one that names_common_prefix while keys under
+  // it are still to come).
   std::string last;
   bool last_is_prefix = false;
   std::int64_t rows_read = 0;  // the rows the page stepped over, in every layer of the chain
@@ -410,9 +417,10 @@ class Store {
   virtual Result<MergeResult> merge_fork(std::string_view target, std::string_view fork) = 0;
 
   // Moves `fork`'s base to its parent's current state (a fresh horizon); the fork's own
-  // writes stay and keep shadowing the parent. O(1). Refused (bucket_has_forks) while the fork
-  // has forks of its own: their view of the grandparent is capped by this fork's horizon and
-  // must not move under them. invalid_argument when `fork` is not a fork.
+  // writes stay and keep shadowing the parent. O(rows the fork wrote). Refused
+  // (bucket_has_forks) while the fork has live forks of its own: their view of the grandparent
+  // is capped by this fork's horizon and must not move under them (deleted ones still being
+  // reclaimed do not count). invalid_argument when `fork` is not a fork.
   virtual Result<BucketInfo> rebase_fork(std::string_view fork) = 0;
 };
 

@@ -107,14 +107,14 @@ TEST_CASE("bench: small PUTs per second (4 KiB, durability normal, 8 threads)", 
   TempDir dir;
   auto store = open_store(dir.path(), Durability::normal);
   REQUIRE(store->create_bucket("p", true));
-  constexpr int kThreads = 8;
-  constexpr int kPerThread = 250;
+  constexpr int k_threads = 8;
+  constexpr int k_per_thread = 250;
   const auto start = Clock::now();
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
+  for (int t = 0; t < k_threads; ++t) {
     threads.emplace_back([&, t] {
       std::string body(4096, 'x');
-      for (int i = 0; i < kPerThread; ++i) {
+      for (int i = 0; i < k_per_thread; ++i) {
         const std::string key = std::to_string(t) + "/" + std::to_string(i);
         body.replace(0, key.size(), key);  // distinct content: no dedup
         auto blob = store->write_blob(body);
@@ -127,8 +127,8 @@ TEST_CASE("bench: small PUTs per second (4 KiB, durability normal, 8 threads)", 
   for (auto& thread : threads)
     thread.join();
   const double ms = ms_since(start);
-  std::printf("small PUTs: %d in %.0f ms = %.0f/s\n", kThreads * kPerThread, ms,
-              kThreads * kPerThread / (ms / 1000));
+  std::printf("small PUTs: %d in %.0f ms = %.0f/s\n", k_threads * k_per_thread, ms,
+              k_threads * k_per_thread / (ms / 1000));
 }
 
 }  // namespace

@@ -219,13 +219,13 @@ TEST_CASE("create-only writes committed in one batch see each other", "[store]")
   TempDir dir;
   auto store = open_store(dir.path(), Durability::normal);
   REQUIRE(store->create_bucket("b", false));
-  constexpr int kWrites = 64;
+  constexpr int k_writes = 64;
   std::mutex mu;
   std::condition_variable all_done;
   int answered = 0;
   int won = 0;
   int refused = 0;
-  for (int i = 0; i < kWrites; ++i) {
+  for (int i = 0; i < k_writes; ++i) {
     store->put_object_async(
         "b", fmt::format("k{}", i % 4), object_of(*store, fmt::format("v{}", i), "e"),
         [&](Result<ObjectInfo> result) {
@@ -238,9 +238,9 @@ TEST_CASE("create-only writes committed in one batch see each other", "[store]")
         create_only());
   }
   std::unique_lock lock(mu);
-  all_done.wait(lock, [&] { return answered == kWrites; });
+  all_done.wait(lock, [&] { return answered == k_writes; });
   CHECK(won == 4);  // one per key
-  CHECK(refused == kWrites - 4);
+  CHECK(refused == k_writes - 4);
   for (int k = 0; k < 4; ++k)
     CHECK(get_text(*store, "b", fmt::format("k{}", k)) == fmt::format("v{}", k));
 }

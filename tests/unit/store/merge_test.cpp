@@ -210,6 +210,33 @@ TEST_CASE("rebase refuses non-forks and forks that have forks", "[store][rebase]
   CHECK(missing.error().code == StoreErrc::no_such_bucket);
 }
 
+TEST_CASE("a fork whose forks were deleted is rebased while they are still reclaimed",
+          "[store][rebase]") {
+  // A deleted fork's rows go in the background (in batches of 500); its row names its parent
+  // until then. That must not refuse the parent's rebase as "has forks".
+  TempDir dir;
+  {
+    auto store = open_store(dir.path());
+    REQUIRE(store->create_bucket("src", true));
+    REQUIRE(store->create_fork("child", "src", std::nullopt));
+    REQUIRE(store->create_fork("grandchild", "child", std::nullopt));
+    for (int i = 0; i < 4000; ++i)
+      put_text(*store, "grandchild", "k" + std::to_string(i), "g");
+    put_text(*store, "src", "late", "l");
+    REQUIRE(store->delete_bucket("grandchild", true));
+    auto rebased = store->rebase_fork("child");
+    REQUIRE(rebased);
+    CHECK(get_text(*store, "child", "late") == "l");
+    store->wait_for_reclaims();
+    CHECK_FALSE(store->head_bucket("grandchild"));
+  }
+  auto store = open_store(dir.path());  // nothing left half-done
+  CHECK(get_text(*store, "child", "late") == "l");
+  REQUIRE(store->create_fork("grandchild", "child", std::nullopt));
+  CHECK(get_text(*store, "grandchild", "late") == "l");
+  CHECK_FALSE(store->get_object("grandchild", "k1", std::nullopt));
+}
+
 TEST_CASE("a rebased fork survives reopening the store", "[store][rebase]") {
   TempDir dir;
   Seq horizon = 0;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Shared helpers for the store's unit tests: a fresh temp directory per test, a store opened
-// on it, and small put/read helpers.
+// Shared helpers for the store's unit tests: a store opened on a TempDir (temp_dir.hpp),
+// and small put/read helpers.
 
 #include "tfork/store/store.hpp"
 
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
+#include "temp_dir.hpp"
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -17,24 +18,7 @@
 
 namespace tfork::store::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/tfork-store-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using tfork::test::TempDir;
 
 // How many blob files the store at `dir` holds (what a write left behind, or freed).
 inline std::size_t count_blob_files(const std::filesystem::path& dir) {
