@@ -265,26 +265,27 @@ void Session::handle(const Json& value, const std::shared_ptr<Channel>& channel)
 void Session::handle_request(const Request& request, const std::shared_ptr<Channel>& channel) {
   const auto& method = request.method;
   auto answer = [&](Json result) { channel->send(result_message(request.id, std::move(result))); };
-  auto fail = [&](int code, std::string message) {
+  auto answer_error = [&](int code, std::string message) {
     channel->send(error_message(request.id, code, std::move(message)));
   };
   if (method == "initialize") {
-    if (initialized()) return fail(k_invalid_request, "the session is already initialized");
+    if (initialized()) return answer_error(k_invalid_request, "the session is already initialized");
     const auto version = request.params.find("protocolVersion");
     if (version == request.params.end() || !version->is_string())
-      return fail(k_invalid_params, "initialize needs params.protocolVersion (a string)");
+      return answer_error(k_invalid_params, "initialize needs params.protocolVersion (a string)");
     return answer(initialize(request));
   }
   if (method == "ping") return answer(Json::object());
   // basic/lifecycle: nothing but pings before the initialize request has been answered.
   if (!initialized())
-    return fail(k_invalid_request,
-                "the session is not initialized: send initialize first (MCP lifecycle)");
+    return answer_error(k_invalid_request,
+                        "the session is not initialized: send initialize first (MCP lifecycle)");
   if (method == "tools/list") {
     auto result = list_tools(request);
     if (result.is_null())
-      return fail(k_invalid_params,
-                  "invalid cursor: pass the nextCursor of the previous tools/list unchanged");
+      return answer_error(
+          k_invalid_params,
+          "invalid cursor: pass the nextCursor of the previous tools/list unchanged");
     return answer(std::move(result));
   }
   if (method == "tools/call") return call_tool(request, channel);
@@ -294,13 +295,14 @@ void Session::handle_request(const Request& request, const std::shared_ptr<Chann
                             ? parse_level(level->get<std::string>())
                             : std::nullopt;
     if (!parsed)
-      return fail(k_invalid_params,
-                  "logging/setLevel needs params.level: debug, info, notice, warning, error, "
-                  "critical, alert or emergency");
+      return answer_error(
+          k_invalid_params,
+          "logging/setLevel needs params.level: debug, info, notice, warning, error, "
+          "critical, alert or emergency");
     level_.store(*parsed);
     return answer(Json::object());
   }
-  fail(k_method_not_found, "method not found: " + output::printable(method));
+  answer_error(k_method_not_found, "method not found: " + output::printable(method));
 }
 
 void Session::handle_notification(const Notification& notification) {
@@ -376,23 +378,25 @@ Json Session::list_tools(const Request& request) {
 }
 
 void Session::call_tool(const Request& request, const std::shared_ptr<Channel>& channel) {
-  auto fail = [&](int code, std::string message) {
+  auto answer_error = [&](int code, std::string message) {
     channel->send(error_message(request.id, code, std::move(message)));
   };
   const auto name = request.params.find("name");
   if (name == request.params.end() || !name->is_string())
-    return fail(k_invalid_params, "tools/call needs params.name (a string)");
+    return answer_error(k_invalid_params, "tools/call needs params.name (a string)");
   const auto tool = std::ranges::find(tools_, name->get<std::string>(), &Tool::name);
   // server/tools "Error Handling": an unknown tool is a protocol error. A tool --read-only
   // removed is unknown here too.
   if (tool == tools_.end())
-    return fail(k_invalid_params, "unknown tool: " + output::printable(name->get<std::string>()));
+    return answer_error(k_invalid_params,
+                        "unknown tool: " + output::printable(name->get<std::string>()));
   Json arguments = Json::object();
   if (const auto given = request.params.find("arguments"); given != request.params.end())
     arguments = *given;
-  if (!arguments.is_object()) return fail(k_invalid_params, "params.arguments must be an object");
+  if (!arguments.is_object())
+    return answer_error(k_invalid_params, "params.arguments must be an object");
   if (auto problem = schema_violation(tool->input_schema, arguments))
-    return fail(k_invalid_params, "invalid arguments for " + tool->name + ": " + *problem);
+    return answer_error(k_invalid_params, "invalid arguments for " + tool->name + ": " + *problem);
 
   auto call = std::make_shared<Call>();
   call->id = request.id;
@@ -410,8 +414,8 @@ void Session::call_tool(const Request& request, const std::shared_ptr<Channel>& 
     // basic/index: an id is never reused within a session; two calls in flight with one id
     // could not be told apart by a cancellation.
     if (!calls_.emplace(id_key(request.id), call).second)
-      return fail(k_invalid_request,
-                  "id " + request.id.dump() + " is already in use by a call in flight");
+      return answer_error(k_invalid_request,
+                          "id " + request.id.dump() + " is already in use by a call in flight");
   }
   const auto bytes = call->arguments.dump(-1, ' ', false, Json::error_handler_t::replace).size();
   if (!workers_.submit([this, call] { run_call(call); }, bytes)) {
@@ -420,8 +424,8 @@ void Session::call_tool(const Request& request, const std::shared_ptr<Channel>& 
       calls_.erase(id_key(request.id));
     }
     idle_.notify_all();
-    fail(k_server_busy,
-         "the server is busy: too many calls are waiting; send this one again later");
+    answer_error(k_server_busy,
+                 "the server is busy: too many calls are waiting; send this one again later");
   }
 }
 

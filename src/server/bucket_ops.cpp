@@ -17,8 +17,8 @@ constexpr std::string_view k_owner = "tfork";
 constexpr int k_default_max_buckets = 1000;
 constexpr int k_max_max_buckets = 10000;
 
-bool header_true(const Context& context, std::string_view name) {
-  const auto* value = context.header(name);
+bool header_true(const Call& call, std::string_view name) {
+  const auto* value = call.header(name);
   return value && iequals(*value, "true");
 }
 
@@ -33,23 +33,22 @@ Response created(std::string_view bucket) {
 
 // BucketAlreadyOwnedByYou for callers with rights on the name, BucketAlreadyExists otherwise
 // (the choice is annotated in errors.hpp).
-[[noreturn]] void fail_exists(const Context& context, std::string_view bucket) {
-  S3Error error = make_error(has_any_role(context.principal, bucket) ? Err::bucket_already_owned
-                                                                     : Err::bucket_already_exists);
+[[noreturn]] void fail_exists(const Call& call, std::string_view bucket) {
+  S3Error error = make_error(has_any_role(call.principal, bucket) ? Err::bucket_already_owned
+                                                                  : Err::bucket_already_exists);
   error.bucket = std::string(bucket);
   fail(std::move(error));
 }
 
 template <class T>
-T check_create(const Context& context, store::Result<T> result, std::string_view bucket) {
-  if (!result && result.error().code == store::StoreErrc::bucket_exists)
-    fail_exists(context, bucket);
+T check_create(const Call& call, store::Result<T> result, std::string_view bucket) {
+  if (!result && result.error().code == store::StoreErrc::bucket_exists) fail_exists(call, bucket);
   return check(std::move(result), bucket);
 }
 
 // max-buckets (1..10000; tigris-wire §2.4 leaves the default open, S3's is 1000... here too).
-int max_buckets(const Context& context) {
-  const auto* text = context.target.get("max-buckets");
+int max_buckets(const Call& call) {
+  const auto* text = call.target.get("max-buckets");
   if (!text) return k_default_max_buckets;
   const auto value = parse_seq(*text);
   if (!value || *value < 1 || *value > k_max_max_buckets) {
@@ -71,10 +70,10 @@ nlohmann::ordered_json fork_info(const store::BucketInfo& info) {
 }
 
 // The XML and JSON bucket listings (S3 ListAllMyBucketsResult; tigris-wire §2.8b).
-Response render_buckets(const Context& context, const std::vector<store::BucketInfo>& buckets,
+Response render_buckets(const Call& call, const std::vector<store::BucketInfo>& buckets,
                         const std::optional<std::string>& continuation, bool always_fork_info,
                         const std::optional<nlohmann::ordered_json>& stats = std::nullopt) {
-  if (context.wants_json()) {
+  if (call.wants_json()) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
     for (const auto& bucket : buckets) {
       nlohmann::ordered_json item{{"Name", bucket.name},
@@ -112,11 +111,11 @@ Response render_buckets(const Context& context, const std::vector<store::BucketI
 // IncludeStats=true (tigris-wire §2.8b; what `tigris stat` shows): every bucket the caller
 // sees, not only the page. The local store keeps one visible version per key, so the total
 // and the unique object counts are the same number.
-nlohmann::ordered_json account_stats(const Context& context,
+nlohmann::ordered_json account_stats(const Call& call,
                                      const std::vector<store::BucketInfo>& buckets) {
   std::int64_t objects = 0, bytes = 0;
   for (const auto& bucket : buckets) {
-    const auto stats = context.store.bucket_stats(bucket.name);
+    const auto stats = call.store.bucket_stats(bucket.name);
     if (!stats) continue;  // deleted meanwhile
     objects += stats->objects;
     bytes += stats->bytes;
@@ -128,11 +127,11 @@ nlohmann::ordered_json account_stats(const Context& context,
 }
 
 // Name-ordered pagination of bucket listings: the token is the last name returned.
-std::vector<store::BucketInfo> page_by_name(const Context& context,
+std::vector<store::BucketInfo> page_by_name(const Call& call,
                                             std::vector<store::BucketInfo> buckets,
                                             std::optional<std::string>& continuation) {
-  const auto limit = static_cast<std::size_t>(max_buckets(context));
-  if (const auto* token = context.target.get("continuation-token"); token && !token->empty()) {
+  const auto limit = static_cast<std::size_t>(max_buckets(call));
+  if (const auto* token = call.target.get("continuation-token"); token && !token->empty()) {
     std::erase_if(buckets, [&](const auto& bucket) { return bucket.name <= *token; });
   }
   if (buckets.size() > limit) {
@@ -144,16 +143,16 @@ std::vector<store::BucketInfo> page_by_name(const Context& context,
 
 // ListBucketSnapshots (tigris-wire §2.4): snapshots as pseudo-buckets, newest first; the
 // token is the last version returned and the next page holds strictly older versions.
-Response list_snapshots(Context& context, const std::string& bucket) {
-  require(context, bucket, Access::snapshot);
-  auto snapshots = check(context.store.list_snapshots(bucket), bucket);
+Response list_snapshots(Call& call, const std::string& bucket) {
+  require(call, bucket, Access::snapshot);
+  auto snapshots = check(call.store.list_snapshots(bucket), bucket);
   std::ranges::sort(snapshots, [](const auto& a, const auto& b) { return a.version > b.version; });
-  if (const auto* token = context.target.get("continuation-token"); token && !token->empty()) {
+  if (const auto* token = call.target.get("continuation-token"); token && !token->empty()) {
     const auto after = parse_seq(*token);
     if (!after) fail(Err::invalid_token);
     std::erase_if(snapshots, [&](const auto& snapshot) { return snapshot.version >= *after; });
   }
-  const auto limit = static_cast<std::size_t>(max_buckets(context));
+  const auto limit = static_cast<std::size_t>(max_buckets(call));
   std::optional<std::string> continuation;
   if (snapshots.size() > limit) {
     snapshots.resize(limit);
@@ -174,15 +173,15 @@ Response list_snapshots(Context& context, const std::string& bucket) {
   }
   if (continuation) {
     add_text(root, "ContinuationToken", *continuation);
-  } else if (const auto* sent = context.target.get("continuation-token");
-             sent && !sent->empty() && context.variance.has(Quirk::snapshot_token_echo)) {
+  } else if (const auto* sent = call.target.get("continuation-token");
+             sent && !sent->empty() && call.variance.has(Quirk::snapshot_token_echo)) {
     add_text(root, "ContinuationToken", *sent);  // the last page echoes the token it was sent
   }
   return xml_response(200, to_string(document));
 }
 
 // "true" or "true; name=<name>" (tigris-wire §2.3). The name is kept verbatim.
-std::optional<std::string> snapshot_name(const Context& context, std::string_view value) {
+std::optional<std::string> snapshot_name(const Call& call, std::string_view value) {
   value = ascii::trim(value);
   if (value.size() < 4 || !iequals(value.substr(0, 4), "true")) {
     fail(Err::invalid_argument, "X-Tigris-Snapshot must be \"true\" or \"true; name=<name>\".");
@@ -203,7 +202,7 @@ std::optional<std::string> snapshot_name(const Context& context, std::string_vie
     fail(Err::invalid_argument, "The snapshot name " + *problem + ".");
   }
   // Nor one that would reach a terminal as a control sequence from every listing of it.
-  if (!context.variance.has(Quirk::snapshot_names_verbatim) &&
+  if (!call.variance.has(Quirk::snapshot_names_verbatim) &&
       std::ranges::any_of(value, [](unsigned char c) { return c < 0x20 || c == 0x7F; })) {
     fail(Err::invalid_argument, "The snapshot name must not contain control characters.");
   }
@@ -212,21 +211,21 @@ std::optional<std::string> snapshot_name(const Context& context, std::string_vie
 
 // settings-delay: a snapshot or fork of a bucket whose snapshots were turned on a moment ago is
 // refused as the bucket's old type would be.
-void refuse_while_turning_on(const Context& context, std::string_view bucket) {
-  if (context.variance.settings_shown(bucket, context.now) == false)
+void refuse_while_turning_on(const Call& call, std::string_view bucket) {
+  if (call.variance.settings_shown(bucket, call.now) == false)
     fail(store_error({store::StoreErrc::not_snapshot_enabled, {}}, std::string(bucket)));
 }
 
 // Merge (tigris-wire §2.11): PUT /<parent> with X-Tigris-Merge-Source-Bucket: <fork>. It
 // writes into the parent and reads the fork, so it needs both rights.
-Response merge_fork(Context& context, const std::string& fork) {
-  const auto& bucket = context.target.bucket;
+Response merge_fork(Call& call, const std::string& fork) {
+  const auto& bucket = call.target.bucket;
   if (fork.empty()) fail(Err::invalid_argument, "X-Tigris-Merge-Source-Bucket names no bucket.");
-  require(context, bucket, Access::write);
-  require(context, fork, Access::read);
-  const auto merged = check(context.store.merge_fork(bucket, fork), bucket);
+  require(call, bucket, Access::write);
+  require(call, fork, Access::read);
+  const auto merged = check(call.store.merge_fork(bucket, fork), bucket);
   Response response;
-  if (!context.variance.has(Quirk::merge_no_version_header))
+  if (!call.variance.has(Quirk::merge_no_version_header))
     response.set_header("X-Tigris-Snapshot-Version", std::to_string(merged.version));
   return response;
 }
@@ -234,17 +233,17 @@ Response merge_fork(Context& context, const std::string& fork) {
 // Rebase (tigris-wire §2.11): PUT /<fork> with X-Tigris-Rebase: true. The fork then sees
 // the parent's current data, so the caller needs the right to fork the parent too: a key
 // scoped to the fork alone cannot widen its own view of the source.
-Response rebase_fork(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::write);
-  const auto info = check(context.store.head_bucket(bucket), bucket);
+Response rebase_fork(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::write);
+  const auto info = check(call.store.head_bucket(bucket), bucket);
   if (!info.fork_source) {
     fail(Err::invalid_argument, "The bucket " + bucket + " is not a fork; nothing to rebase.");
   }
-  require(context, *info.fork_source, Access::snapshot);
-  const auto rebased = check(context.store.rebase_fork(bucket), bucket);
+  require(call, *info.fork_source, Access::snapshot);
+  const auto rebased = check(call.store.rebase_fork(bucket), bucket);
   Response response;
-  if (!context.variance.has(Quirk::merge_no_version_header))
+  if (!call.variance.has(Quirk::merge_no_version_header))
     response.set_header("X-Tigris-Snapshot-Version",
                         std::to_string(rebased.fork_snapshot.value_or(0)));
   return response;
@@ -252,54 +251,52 @@ Response rebase_fork(Context& context) {
 
 }  // namespace
 
-Response list_buckets(Context& context) {
-  if (const auto* bucket = context.header("x-tigris-snapshot")) {
-    return list_snapshots(context, std::string(ascii::trim(*bucket)));
+Response list_buckets(Call& call) {
+  if (const auto* bucket = call.header("x-tigris-snapshot")) {
+    return list_snapshots(call, std::string(ascii::trim(*bucket)));
   }
-  const auto* source_header = context.header("x-tigris-fork");
-  if (source_header && !context.variance.has(Quirk::fork_listing_ignores_header)) {
+  const auto* source_header = call.header("x-tigris-fork");
+  if (source_header && !call.variance.has(Quirk::fork_listing_ignores_header)) {
     const std::string source(ascii::trim(*source_header));
-    require(context, source, Access::snapshot);
-    auto forks = check(context.store.list_forks(source), source);
-    forks = context.variance.as_seen(std::move(forks), context.now);
+    require(call, source, Access::snapshot);
+    auto forks = check(call.store.list_forks(source), source);
+    forks = call.variance.as_seen(std::move(forks), call.now);
     std::erase_if(forks, [&](const auto& fork) { return fork.fork_source != source; });
     std::optional<std::string> continuation;
-    forks = page_by_name(context, std::move(forks), continuation);
-    return render_buckets(context, forks, continuation, true);
+    forks = page_by_name(call, std::move(forks), continuation);
+    return render_buckets(call, forks, continuation, true);
   }
-  auto buckets = context.variance.as_seen(check(context.store.list_buckets()), context.now);
+  auto buckets = call.variance.as_seen(check(call.store.list_buckets()), call.now);
   // A scoped key sees only the buckets it has a role on (server-design §6.9; inference).
   std::erase_if(buckets,
-                [&](const auto& bucket) { return !has_any_role(context.principal, bucket.name); });
+                [&](const auto& bucket) { return !has_any_role(call.principal, bucket.name); });
   std::optional<nlohmann::ordered_json> stats;
-  if (context.wants_json() && context.target.has("IncludeStats"))
-    stats = account_stats(context, buckets);
+  if (call.wants_json() && call.target.has("IncludeStats")) stats = account_stats(call, buckets);
   std::optional<std::string> continuation;
-  buckets = page_by_name(context, std::move(buckets), continuation);
-  return render_buckets(context, buckets, continuation, context.target.has("IncludeForkInfo"),
-                        stats);
+  buckets = page_by_name(call, std::move(buckets), continuation);
+  return render_buckets(call, buckets, continuation, call.target.has("IncludeForkInfo"), stats);
 }
 
-Response create_bucket(Context& context) {
-  const auto& bucket = context.target.bucket;
+Response create_bucket(Call& call) {
+  const auto& bucket = call.target.bucket;
 
   // PUT on an existing bucket with X-Tigris-Snapshot takes a snapshot (tigris-wire §2.3).
-  if (const auto* snapshot = context.header("x-tigris-snapshot")) {
-    auto name = snapshot_name(context, *snapshot);
-    require(context, bucket, Access::snapshot);
-    refuse_while_turning_on(context, bucket);
-    const auto info = check(context.store.take_snapshot(bucket, std::move(name)), bucket);
+  if (const auto* snapshot = call.header("x-tigris-snapshot")) {
+    auto name = snapshot_name(call, *snapshot);
+    require(call, bucket, Access::snapshot);
+    refuse_while_turning_on(call, bucket);
+    const auto info = check(call.store.take_snapshot(bucket, std::move(name)), bucket);
     auto response = created(bucket);
     response.set_header("X-Tigris-Snapshot-Version", std::to_string(info.version));
     return response;
   }
-  if (const auto* source = context.header("x-tigris-merge-source-bucket")) {
-    return merge_fork(context, std::string(ascii::trim(*source)));
+  if (const auto* source = call.header("x-tigris-merge-source-bucket")) {
+    return merge_fork(call, std::string(ascii::trim(*source)));
   }
-  if (const auto* rebase = context.header("x-tigris-rebase")) {
+  if (const auto* rebase = call.header("x-tigris-rebase")) {
     if (!iequals(ascii::trim(*rebase), "true"))
       fail(Err::invalid_argument, "X-Tigris-Rebase must be \"true\".");
-    return rebase_fork(context);
+    return rebase_fork(call);
   }
   if (!valid_bucket_name(bucket)) {
     S3Error error = make_error(Err::invalid_bucket_name);
@@ -307,8 +304,8 @@ Response create_bucket(Context& context) {
     fail(std::move(error));
   }
 
-  const auto* source = context.header("x-tigris-fork-source-bucket");
-  const auto* source_snapshot = context.header("x-tigris-fork-source-bucket-snapshot");
+  const auto* source = call.header("x-tigris-fork-source-bucket");
+  const auto* source_snapshot = call.header("x-tigris-fork-source-bucket-snapshot");
   if (source) {
     // tigris-wire §2.6: a fork of <source>, at the given version or at a fresh snapshot.
     std::optional<store::Seq> at;
@@ -322,10 +319,10 @@ Response create_bucket(Context& context) {
     const std::string source_name(ascii::trim(*source));
     // Creating a fork makes a bucket: an Editor may, a ReadOnly key never (tigris-wire §10,
     // "Scoped keys creating forks"), though it may take and list snapshots.
-    require(context, source_name, Access::write);
+    require(call, source_name, Access::write);
     // A scoped key forks only under its own bucket's name plus '-', so it cannot take a
     // free name that someone else's run will need (README, serve: keys and forks).
-    if (!is_admin(context.principal) && !bucket.starts_with(source_name + "-")) {
+    if (!is_admin(call.principal) && !bucket.starts_with(source_name + "-")) {
       S3Error error = make_error(Err::access_denied,
                                  "A scoped access key may only create forks "
                                  "named " +
@@ -333,10 +330,10 @@ Response create_bucket(Context& context) {
       error.bucket = bucket;
       fail(std::move(error));
     }
-    refuse_while_turning_on(context, source_name);
-    check_create(context, context.store.create_fork(bucket, source_name, at), bucket);
-    context.variance.bucket_created(bucket, context.now);
-    if (context.variance.answer_fork_conflict(source_name)) {
+    refuse_while_turning_on(call, source_name);
+    check_create(call, call.store.create_fork(bucket, source_name, at), bucket);
+    call.variance.bucket_created(bucket, call.now);
+    if (call.variance.answer_fork_conflict(source_name)) {
       S3Error error = make_error(Err::operation_aborted);
       error.bucket = bucket;
       fail(std::move(error));
@@ -348,41 +345,39 @@ Response create_bucket(Context& context) {
          "X-Tigris-Fork-Source-Bucket-Snapshot requires X-Tigris-Fork-Source-Bucket.");
   }
   // A plain bucket belongs to the namespace: only root or a NamespaceAdmin creates one.
-  if (!is_admin(context.principal)) {
-    auto existing = context.store.head_bucket(bucket);
-    if (existing && has_any_role(context.principal, bucket)) fail_exists(context, bucket);
+  if (!is_admin(call.principal)) {
+    auto existing = call.store.head_bucket(bucket);
+    if (existing && has_any_role(call.principal, bucket)) fail_exists(call, bucket);
     S3Error error = make_error(Err::access_denied,
                                "Only root or a NamespaceAdmin key creates "
                                "buckets; a scoped key may create forks.");
     error.bucket = bucket;
     fail(std::move(error));
   }
-  check_create(
-      context,
-      context.store.create_bucket(bucket, header_true(context, "x-tigris-enable-snapshot")),
-      bucket);
-  context.variance.bucket_created(bucket, context.now);
+  check_create(call,
+               call.store.create_bucket(bucket, header_true(call, "x-tigris-enable-snapshot")),
+               bucket);
+  call.variance.bucket_created(bucket, call.now);
   return created(bucket);
 }
 
-Response head_bucket(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  auto found = context.store.head_bucket(bucket);
-  if (context.variance.hidden(bucket, context.now)) {
+Response head_bucket(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  auto found = call.store.head_bucket(bucket);
+  if (call.variance.hidden(bucket, call.now)) {
     fail(store_error({store::StoreErrc::no_such_bucket, {}}, bucket));
   }
   if (!found && found.error().code == store::StoreErrc::no_such_bucket) {
-    if (auto gone = context.variance.lingering(bucket, context.now)) found = std::move(*gone);
+    if (auto gone = call.variance.lingering(bucket, call.now)) found = std::move(*gone);
   }
   auto info = check(std::move(found), bucket);
-  for (const auto& gone : context.variance.all_lingering(context.now)) {
+  for (const auto& gone : call.variance.all_lingering(call.now)) {
     if (gone.fork_source == bucket) info.has_children = true;  // not yet seen to be gone
   }
   Response response;
   // tigris-wire §2.7: always present; fork headers only on forks; parent flag only when set.
-  const bool shown =
-      context.variance.settings_shown(bucket, context.now).value_or(info.snapshot_enabled);
+  const bool shown = call.variance.settings_shown(bucket, call.now).value_or(info.snapshot_enabled);
   response.set_header("X-Tigris-Enable-Snapshot", shown ? "true" : "false");
   if (info.fork_source) {
     response.set_header("X-Tigris-Fork-Source-Bucket", *info.fork_source);
@@ -394,19 +389,19 @@ Response head_bucket(Context& context) {
   return response;
 }
 
-Response delete_bucket(Context& context) {
-  const auto& bucket = context.target.bucket;
+Response delete_bucket(Call& call) {
+  const auto& bucket = call.target.bucket;
   Response response;
   response.status = 204;
 
   // tigris-wire §2.5: with X-Tigris-Snapshot-Version only that snapshot goes.
-  if (const auto* version = context.header("x-tigris-snapshot-version")) {
+  if (const auto* version = call.header("x-tigris-snapshot-version")) {
     const auto seq = parse_seq(ascii::trim(*version));
     if (!seq) fail(Err::invalid_argument, "X-Tigris-Snapshot-Version must be a snapshot version.");
-    require(context, bucket, Access::snapshot_delete);
-    auto deleted = context.store.delete_snapshot(bucket, *seq);
+    require(call, bucket, Access::snapshot_delete);
+    auto deleted = call.store.delete_snapshot(bucket, *seq);
     if (!deleted && deleted.error().code == store::StoreErrc::no_such_snapshot &&
-        context.variance.has(Quirk::snapshot_gone_400)) {
+        call.variance.has(Quirk::snapshot_gone_400)) {
       fail(Err::invalid_argument, "The snapshot version is not valid for this bucket.");
     }
     check(std::move(deleted), bucket);
@@ -414,43 +409,43 @@ Response delete_bucket(Context& context) {
   }
   // tigris-wire §2.10: both spellings of force delete are in use.
   const bool force =
-      header_true(context, "tigris-force-delete") || header_true(context, "x-tigris-force-delete");
-  require(context, bucket, Access::bucket_admin);
-  auto before = context.store.head_bucket(bucket);
+      header_true(call, "tigris-force-delete") || header_true(call, "x-tigris-force-delete");
+  require(call, bucket, Access::bucket_admin);
+  auto before = call.store.head_bucket(bucket);
   // With a consistency delay, forks deleted a moment ago still hold their parent.
-  const auto lingering = context.variance.all_lingering(context.now);
+  const auto lingering = call.variance.all_lingering(call.now);
   const bool child_lingers =
       std::ranges::any_of(lingering, [&](const auto& gone) { return gone.fork_source == bucket; });
   auto result = child_lingers && before
                     ? store::Result<void>(std::unexpected(store::StoreError{
                           store::StoreErrc::bucket_has_forks, "forks are still being deleted"}))
-                    : context.store.delete_bucket(bucket, force);
+                    : call.store.delete_bucket(bucket, force);
   if (!result && result.error().code == store::StoreErrc::bucket_has_forks) {
     // Name the forks, so the user knows what to delete first.
     std::string names;
-    if (auto forks = context.store.list_forks(bucket)) {
+    if (auto forks = call.store.list_forks(bucket)) {
       for (const auto& fork : *forks)
         names += (names.empty() ? "" : ", ") + fork.name;
     }
     S3Error error = make_error(
-        context.variance.has(Quirk::parent_delete_400) ? Err::bucket_has_children
-                                                       : Err::bucket_has_forks,
+        call.variance.has(Quirk::parent_delete_400) ? Err::bucket_has_children
+                                                    : Err::bucket_has_forks,
         names.empty() ? std::string{} : "The bucket has forks; delete them first: " + names);
     error.bucket = bucket;
     fail(std::move(error));
   }
   check(std::move(result), bucket);
-  if (before) context.variance.bucket_deleted(std::move(*before), context.now);
+  if (before) call.variance.bucket_deleted(std::move(*before), call.now);
   return response;
 }
 
-Response bucket_metadata(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const auto info = check(context.store.head_bucket(bucket), bucket);
+Response bucket_metadata(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const auto info = check(call.store.head_bucket(bucket), bucket);
   // tigris-wire §2.8a. The counts are exact here (Tigris estimates them); one visible version
   // per key, as ListObjectVersions answers, so all-versions and unique rows are equal.
-  const auto stats = check(context.store.bucket_stats(bucket), bucket);
+  const auto stats = check(call.store.bucket_stats(bucket), bucket);
   nlohmann::ordered_json body{{"name", info.name},
                               {"type", info.snapshot_enabled ? 1 : 0},
                               {"storage_class", "STANDARD"},
@@ -465,10 +460,10 @@ Response bucket_metadata(Context& context) {
   return json_response(200, body.dump());
 }
 
-Response patch_bucket(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::bucket_admin);
-  const auto body = nlohmann::json::parse(context.body.data, nullptr, false);
+Response patch_bucket(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::bucket_admin);
+  const auto body = nlohmann::json::parse(call.body.data, nullptr, false);
   if (body.is_discarded() || !body.is_object())
     fail(Err::invalid_argument, "The body must be JSON.");
   if (const auto type = body.find("type"); type != body.end()) {
@@ -476,29 +471,29 @@ Response patch_bucket(Context& context) {
     if (!type->is_number_integer() || (*type != 0 && *type != 1)) {
       fail(Err::invalid_argument, "type must be 0 (Regular) or 1 (Snapshot).");
     }
-    const auto before = check(context.store.head_bucket(bucket), bucket).snapshot_enabled;
-    check(context.store.set_snapshot_enabled(bucket, *type == 1), bucket);
-    if (before != (*type == 1)) context.variance.settings_changed(bucket, before, context.now);
+    const auto before = check(call.store.head_bucket(bucket), bucket).snapshot_enabled;
+    check(call.store.set_snapshot_enabled(bucket, *type == 1), bucket);
+    if (before != (*type == 1)) call.variance.settings_changed(bucket, before, call.now);
   } else {
-    check(context.store.head_bucket(bucket), bucket);
+    check(call.store.head_bucket(bucket), bucket);
   }
   return json_response(200, R"({"status":"success"})");
 }
 
-Response bucket_location(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  check(context.store.head_bucket(bucket), bucket);
+Response bucket_location(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  check(call.store.head_bucket(bucket), bucket);
   pugi::xml_document document;
   auto root = s3_root(document, "LocationConstraint");
   root.append_child(pugi::node_pcdata).set_value("auto");
   return xml_response(200, to_string(document));
 }
 
-Response bucket_versioning(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const auto info = check(context.store.head_bucket(bucket), bucket);
+Response bucket_versioning(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const auto info = check(call.store.head_bucket(bucket), bucket);
   pugi::xml_document document;
   auto root = s3_root(document, "VersioningConfiguration");
   // Snapshot-enabled buckets are implicitly versioned (tigris-wire §2.1).

@@ -55,12 +55,12 @@ bool has_unsupported_subresource(const Target& target) {
   return false;
 }
 
-Reply dispatch_s3(Context& context) {
-  const auto& method = context.request.method;
-  const auto& target = context.target;
+Reply dispatch_s3(Call& call) {
+  const auto& method = call.request.method;
+  const auto& target = call.target;
   if (method == "GET" && target.has_key && target.has("tagging")) {
-    check_key(context);
-    return get_object_tagging(context);
+    check_key(call);
+    return get_object_tagging(call);
   }
   if (target.has("attributes") && (method != "GET" || !target.has_key)) fail(Err::not_implemented);
   if (has_unsupported_subresource(target)) fail(Err::not_implemented);
@@ -69,55 +69,55 @@ Reply dispatch_s3(Context& context) {
   if (target.has("versioning") && (method != "GET" || target.has_key)) fail(Err::not_implemented);
 
   if (target.bucket.empty()) {
-    if (method == "GET") return list_buckets(context);
+    if (method == "GET") return list_buckets(call);
     if (method == "POST" && target.has("func")) {
       const auto* func = target.get("func");
-      if (*func == "presign") return presign(context);
+      if (*func == "presign") return presign(call);
       fail(Err::not_implemented, "The function " + *func + " is not supported by tfork serve.");
     }
     fail(Err::method_not_allowed);
   }
   if (!target.has_key) {
-    if (method == "PUT") return create_bucket(context);
-    if (method == "HEAD") return head_bucket(context);
-    if (method == "DELETE") return delete_bucket(context);
-    if (method == "PATCH") return patch_bucket(context);
+    if (method == "PUT") return create_bucket(call);
+    if (method == "HEAD") return head_bucket(call);
+    if (method == "DELETE") return delete_bucket(call);
+    if (method == "PATCH") return patch_bucket(call);
     if (method == "POST") {
-      if (target.has("delete")) return delete_objects(context);
+      if (target.has("delete")) return delete_objects(call);
       fail(Err::not_implemented);
     }
     if (method == "GET") {
-      if (target.has("metadata")) return bucket_metadata(context);
-      if (target.has("location")) return bucket_location(context);
-      if (target.has("versioning")) return bucket_versioning(context);
-      if (target.has("versions")) return list_object_versions(context);
-      if (target.has("uploads")) return list_multipart_uploads(context);
+      if (target.has("metadata")) return bucket_metadata(call);
+      if (target.has("location")) return bucket_location(call);
+      if (target.has("versioning")) return bucket_versioning(call);
+      if (target.has("versions")) return list_object_versions(call);
+      if (target.has("uploads")) return list_multipart_uploads(call);
       const auto* list_type = target.get("list-type");
-      if (list_type && *list_type == "2") return list_objects(context, 2);
+      if (list_type && *list_type == "2") return list_objects(call, 2);
       if (list_type && *list_type != "1") fail(Err::invalid_argument, "Invalid list-type.");
-      return list_objects(context, 1);
+      return list_objects(call, 1);
     }
     fail(Err::method_not_allowed);
   }
 
-  check_key(context);
+  check_key(call);
   if (method == "PUT") {
-    if (target.has("uploadId") || target.has("partNumber")) return upload_part(context);
-    if (context.header("x-amz-copy-source")) return copy_object(context);
-    return put_object(context);
+    if (target.has("uploadId") || target.has("partNumber")) return upload_part(call);
+    if (call.header("x-amz-copy-source")) return copy_object(call);
+    return put_object(call);
   }
   if (method == "GET" || method == "HEAD") {
-    if (method == "GET" && target.has("uploadId")) return list_parts(context);
-    if (method == "GET" && target.has("attributes")) return get_object_attributes(context);
-    return get_object(context);
+    if (method == "GET" && target.has("uploadId")) return list_parts(call);
+    if (method == "GET" && target.has("attributes")) return get_object_attributes(call);
+    return get_object(call);
   }
   if (method == "DELETE") {
-    if (target.has("uploadId")) return abort_multipart_upload(context);
-    return delete_object(context);
+    if (target.has("uploadId")) return abort_multipart_upload(call);
+    return delete_object(call);
   }
   if (method == "POST") {
-    if (target.has("uploads")) return create_multipart_upload(context);
-    if (target.has("uploadId")) return complete_multipart_upload(context);
+    if (target.has("uploads")) return create_multipart_upload(call);
+    if (target.has("uploadId")) return complete_multipart_upload(call);
     fail(Err::not_implemented);
   }
   fail(Err::method_not_allowed);
@@ -181,13 +181,13 @@ std::string new_request_id() {
   return fmt::format("{:016X}", next_id_bits());
 }
 
-bool Context::wants_json() const {
+bool Call::wants_json() const {
   const auto* accept = request.header("accept");
   return accept && accept->find("application/json") != std::string::npos;
 }
 
-void require(const Context& context, std::string_view bucket, Access access) {
-  if (!allowed(context.principal, bucket, access)) {
+void require(const Call& call, std::string_view bucket, Access access) {
+  if (!allowed(call.principal, bucket, access)) {
     S3Error error = make_error(Err::access_denied);
     error.bucket = std::string(bucket);
     fail(std::move(error));
@@ -203,8 +203,8 @@ std::optional<store::Seq> parse_seq(std::string_view text) {
   return value;
 }
 
-std::optional<store::Seq> snapshot_version(const Context& context) {
-  const auto* value = context.header("x-tigris-snapshot-version");
+std::optional<store::Seq> snapshot_version(const Call& call) {
+  const auto* value = call.header("x-tigris-snapshot-version");
   if (!value) return std::nullopt;
   auto seq = parse_seq(*value);
   if (!seq) {
@@ -230,14 +230,14 @@ Response json_response(int status, std::string body) {
   return response;
 }
 
-void check_key(const Context& context) {
+void check_key(const Call& call) {
   const auto refuse = [&](S3Error error) {
-    error.bucket = context.target.bucket;
+    error.bucket = call.target.bucket;
     fail(std::move(error));
   };
-  if (context.target.key.size() > k_max_key_bytes) refuse(make_error(Err::key_too_long));
+  if (call.target.key.size() > k_max_key_bytes) refuse(make_error(Err::key_too_long));
   // A key that is not UTF-8 could be stored but never listed: XML and JSON carry UTF-8 only.
-  if (!valid_utf8(context.target.key))
+  if (!valid_utf8(call.target.key))
     refuse(make_error(Err::invalid_argument, "Object keys must be valid UTF-8."));
 }
 
@@ -434,17 +434,17 @@ Reply Handler::run(const Request& head, const Admission& admission, DecodedBody 
     if (!checksums) fail(std::move(checksums.error()));
     form.iam = is_iam_request(head, admission.target, body.data);
     form.json = form.json || form.iam;
-    Context context{head,
-                    admission.target,
-                    store_,
-                    admission.auth->principal,
-                    std::move(body),
-                    std::move(*checksums),
-                    admission.now,
-                    variance_,
-                    &keys};
-    if (form.iam) return iam_dispatch(context);
-    return dispatch_s3(context);
+    Call call{head,
+              admission.target,
+              store_,
+              admission.auth->principal,
+              std::move(body),
+              std::move(*checksums),
+              admission.now,
+              variance_,
+              &keys};
+    if (form.iam) return iam_dispatch(call);
+    return dispatch_s3(call);
   });
 }
 

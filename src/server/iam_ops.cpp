@@ -18,10 +18,10 @@ bool is_form(const Request& request) {
 
 // Query parameters, then form fields (the IAM SDK puts Action in the query and the rest in
 // the body; AWS-style clients put everything in the body).
-Params iam_params(const Context& context) {
-  Params params = context.target.query;
-  if (is_form(context.request)) {
-    if (auto form = parse_query(context.body.data)) {
+Params iam_params(const Call& call) {
+  Params params = call.target.query;
+  if (is_form(call.request)) {
+    if (auto form = parse_query(call.body.data)) {
       params.insert(params.end(), form->begin(), form->end());
     }
   }
@@ -90,12 +90,12 @@ std::vector<store::BucketRole> parse_roles(const nlohmann::json& req) {
 
 // A scoped (non-admin) caller may mint or revoke keys only for buckets it edits, and never
 // namespace-wide ones (tigris-wire §3.1, 3P videosite; unconfirmed by Tigris docs).
-void require_key_rights(const Context& context, const std::vector<store::BucketRole>& roles) {
-  if (is_admin(context.principal)) return;
+void require_key_rights(const Call& call, const std::vector<store::BucketRole>& roles) {
+  if (is_admin(call.principal)) return;
   if (roles.empty()) fail(Err::access_denied, "Only an administrator manages unscoped keys.");
   for (const auto& role : roles) {
     if (role.role == store::Role::namespace_admin ||
-        !allowed(context.principal, role.bucket, Access::mint_key)) {
+        !allowed(call.principal, role.bucket, Access::mint_key)) {
       fail(Err::access_denied, "You need Editor on " + role.bucket + " to manage its keys.");
     }
   }
@@ -108,7 +108,7 @@ nlohmann::ordered_json roles_json(const std::vector<store::BucketRole>& roles) {
   return out;
 }
 
-Response create_key(Context& context, const Params& params, bool with_roles) {
+Response create_key(Call& call, const Params& params, bool with_roles) {
   std::string name = "auto";
   std::vector<store::BucketRole> roles;
   if (with_roles) {
@@ -119,8 +119,8 @@ Response create_key(Context& context, const Params& params, bool with_roles) {
   } else if (const auto* user = param(params, "UserName")) {
     name = *user;
   }
-  require_key_rights(context, roles);
-  const auto key = check(context.store.create_access_key(name, std::move(roles)));
+  require_key_rights(call, roles);
+  const auto key = check(call.store.create_access_key(name, std::move(roles)));
   nlohmann::ordered_json body{{"CreateAccessKeyResult",
                                {{"AccessKey",
                                  {{"AccessKeyId", key.id},
@@ -131,25 +131,25 @@ Response create_key(Context& context, const Params& params, bool with_roles) {
   return json_response(200, body.dump());
 }
 
-Response update_key(Context& context, const Params& params) {
-  if (!is_admin(context.principal)) fail(Err::access_denied);
+Response update_key(Call& call, const Params& params) {
+  if (!is_admin(call.principal)) fail(Err::access_denied);
   const auto req = parse_req(params);
   const auto it = req.find("id");
   if (it == req.end() || !it->is_string()) fail(Err::invalid_argument, "Req needs an id.");
   const auto id = it->get<std::string>();
-  check(context.store.update_access_key_roles(id, parse_roles(req)));
+  check(call.store.update_access_key_roles(id, parse_roles(req)));
   return json_response(200, nlohmann::ordered_json{{"status", "success"},
                                                    {"message", "Access key roles updated"},
                                                    {"operation", "UpdateAccessKeyWithBucketsRole"}}
                                 .dump());
 }
 
-Response delete_key(Context& context, const Params& params) {
+Response delete_key(Call& call, const Params& params) {
   const auto* id = param(params, "AccessKeyId");
   if (!id || id->empty()) fail(Err::invalid_argument, "AccessKeyId is required.");
-  const auto key = check(context.store.get_access_key(*id));
-  require_key_rights(context, key.roles);
-  check(context.store.delete_access_key(*id));
+  const auto key = check(call.store.get_access_key(*id));
+  require_key_rights(call, key.roles);
+  check(call.store.delete_access_key(*id));
   return json_response(200, nlohmann::ordered_json{{"status", "success"},
                                                    {"message", "Access key deleted"},
                                                    {"operation", "DeleteAccessKey"}}
@@ -158,12 +158,12 @@ Response delete_key(Context& context, const Params& params) {
 
 // RotateAccessKey (tigris-wire §3.3): a fresh secret, the old one refused from the next
 // request on (keys are looked up per request). Who may rotate a key is who may delete it.
-Response rotate_key(Context& context, const Params& params) {
+Response rotate_key(Call& call, const Params& params) {
   const auto* id = param(params, "AccessKeyId");
   if (!id || id->empty()) fail(Err::invalid_argument, "AccessKeyId is required.");
-  const auto key = check(context.store.get_access_key(*id));
-  require_key_rights(context, key.roles);
-  const auto rotated = check(context.store.rotate_access_key(*id));
+  const auto key = check(call.store.get_access_key(*id));
+  require_key_rights(call, key.roles);
+  const auto rotated = check(call.store.rotate_access_key(*id));
   return json_response(
       200, nlohmann::ordered_json{{"status", "success"},
                                   {"message", "Access key rotated"},
@@ -172,18 +172,18 @@ Response rotate_key(Context& context, const Params& params) {
                .dump());
 }
 
-Response list_keys(Context& context, const Params& params) {
+Response list_keys(Call& call, const Params& params) {
   const auto* key_id = param(params, "KeyId");
   std::vector<store::AccessKey> keys;
   if (key_id) {
     // A scoped key may look at itself.
-    if (!is_admin(context.principal) && *key_id != context.principal.access_key_id) {
+    if (!is_admin(call.principal) && *key_id != call.principal.access_key_id) {
       fail(Err::access_denied);
     }
-    if (auto key = context.store.get_access_key(*key_id)) keys.push_back(std::move(*key));
+    if (auto key = call.store.get_access_key(*key_id)) keys.push_back(std::move(*key));
   } else {
-    if (!is_admin(context.principal)) fail(Err::access_denied);
-    keys = check(context.store.list_access_keys());
+    if (!is_admin(call.principal)) fail(Err::access_denied);
+    keys = check(call.store.list_access_keys());
     std::ranges::sort(keys, {}, &store::AccessKey::id);
   }
   std::size_t max_items = 1000;
@@ -226,16 +226,16 @@ bool is_iam_request(const Request& request, const Target& target, std::string_vi
   return form && std::ranges::any_of(*form, [](const auto& p) { return p.first == "Action"; });
 }
 
-Response iam_dispatch(Context& context) {
-  const auto params = iam_params(context);
+Response iam_dispatch(Call& call) {
+  const auto params = iam_params(call);
   const auto* action_param = param(params, "Action");
   const std::string action = action_param ? *action_param : std::string("ListAccessKeys");
-  if (action == "CreateAccessKeyWithBucketsRole") return create_key(context, params, true);
-  if (action == "CreateAccessKey") return create_key(context, params, false);
-  if (action == "UpdateAccessKeyWithBucketsRole") return update_key(context, params);
-  if (action == "DeleteAccessKey") return delete_key(context, params);
-  if (action == "ListAccessKeys") return list_keys(context, params);
-  if (action == "RotateAccessKey") return rotate_key(context, params);
+  if (action == "CreateAccessKeyWithBucketsRole") return create_key(call, params, true);
+  if (action == "CreateAccessKey") return create_key(call, params, false);
+  if (action == "UpdateAccessKeyWithBucketsRole") return update_key(call, params);
+  if (action == "DeleteAccessKey") return delete_key(call, params);
+  if (action == "ListAccessKeys") return list_keys(call, params);
+  if (action == "RotateAccessKey") return rotate_key(call, params);
   fail(Err::invalid_action, "The action " + action + " is not supported by tfork serve.");
 }
 

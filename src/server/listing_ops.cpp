@@ -13,8 +13,8 @@ namespace {
 
 constexpr char k_token_version = '\x01';
 
-int max_keys(const Context& context) {
-  const auto* text = context.target.get("max-keys");
+int max_keys(const Call& call) {
+  const auto* text = call.target.get("max-keys");
   if (!text) return 1000;
   const auto value = parse_seq(*text);
   if (!value)
@@ -58,10 +58,10 @@ std::optional<ListToken> decode_list_token(std::string_view token) {
   return ListToken{raw->substr(2), (*raw)[1] == 'p'};
 }
 
-Response list_objects(Context& context, int version) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const auto param = [&](std::string_view name) { return context.target.get(name); };
+Response list_objects(Call& call, int version) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const auto param = [&](std::string_view name) { return call.target.get(name); };
 
   ListResult result;
   result.version = version;
@@ -74,13 +74,13 @@ Response list_objects(Context& context, int version) {
       fail(Err::invalid_argument, "Invalid Encoding Method specified in Request");
     result.url_encoding = true;
   }
-  result.max_keys = max_keys(context);
+  result.max_keys = max_keys(call);
 
   store::ListQuery query;
   query.prefix = result.prefix;
   query.delimiter = result.delimiter;
   query.max_keys = result.max_keys;
-  query.at = snapshot_version(context);
+  query.at = snapshot_version(call);
 
   if (version == 2) {
     if (const auto* value = param("fetch-owner")) result.fetch_owner = *value == "true";
@@ -104,18 +104,13 @@ Response list_objects(Context& context, int version) {
     query.after = *marker;
     // A v1 marker may be a NextMarker that was a common prefix: every key under it would roll
     // up into that same prefix, which is not after the marker, so skip the whole subtree.
-    if (!result.delimiter.empty() && marker->starts_with(result.prefix) &&
-        marker->size() > result.prefix.size() && marker->ends_with(result.delimiter) &&
-        std::string_view(*marker).substr(result.prefix.size()).find(result.delimiter) ==
-            marker->size() - result.prefix.size() - result.delimiter.size()) {
-      query.after_is_prefix = true;
-    }
+    query.after_is_prefix = query.names_common_prefix(*marker);
   }
 
   if (result.max_keys == 0) {
-    check(context.store.head_bucket(bucket), bucket);  // still 404 for a missing bucket
+    check(call.store.head_bucket(bucket), bucket);  // still 404 for a missing bucket
   } else {
-    result.page = check(context.store.list_objects(bucket, query), bucket);
+    result.page = check(call.store.list_objects(bucket, query), bucket);
   }
   if (result.page.truncated) {
     if (version == 2) {
@@ -133,11 +128,11 @@ Response list_objects(Context& context, int version) {
 // buckets; a snapshot-enabled bucket answers each object's version id (its seq), which
 // GetObject/HeadObject take as versionId. Older versions and delete markers are not listed
 // (Tigris answers them only for snapshot buckets; test harnesses use this to empty a bucket).
-Response list_object_versions(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const auto info = check(context.store.head_bucket(bucket), bucket);
-  const auto param = [&](std::string_view name) { return context.target.get(name); };
+Response list_object_versions(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const auto info = check(call.store.head_bucket(bucket), bucket);
+  const auto param = [&](std::string_view name) { return call.target.get(name); };
   store::ListQuery query;
   if (const auto* value = param("prefix")) query.prefix = *value;
   if (const auto* value = param("delimiter")) query.delimiter = *value;
@@ -148,10 +143,10 @@ Response list_object_versions(Context& context) {
       fail(Err::invalid_argument, "Invalid Encoding Method specified in Request");
     url = true;
   }
-  query.max_keys = max_keys(context);
-  query.at = snapshot_version(context);
+  query.max_keys = max_keys(call);
+  query.at = snapshot_version(call);
   store::ListPage page;
-  if (query.max_keys > 0) page = check(context.store.list_objects(bucket, query), bucket);
+  if (query.max_keys > 0) page = check(call.store.list_objects(bucket, query), bucket);
   const auto encode = [&](std::string_view key) {
     return url ? url_encode_key(key) : std::string(key);
   };

@@ -18,20 +18,20 @@ namespace {
 constexpr int k_max_part_number = 10000;
 
 // The upload named by ?uploadId, which must belong to this bucket and key.
-store::UploadInfo upload_of(const Context& context) {
-  const auto* id = context.target.get("uploadId");
+store::UploadInfo upload_of(const Call& call) {
+  const auto* id = call.target.get("uploadId");
   if (!id || id->empty()) fail(Err::invalid_argument, "uploadId is required.");
-  auto upload = context.store.get_upload(*id);
-  if (!upload || upload->bucket != context.target.bucket || upload->key != context.target.key) {
+  auto upload = call.store.get_upload(*id);
+  if (!upload || upload->bucket != call.target.bucket || upload->key != call.target.key) {
     S3Error error = make_error(Err::no_such_upload);
-    error.key = context.target.key;
+    error.key = call.target.key;
     fail(std::move(error));
   }
   return std::move(*upload);
 }
 
-int int_param(const Context& context, std::string_view name, int fallback, int low, int high) {
-  const auto* text = context.target.get(name);
+int int_param(const Call& call, std::string_view name, int fallback, int low, int high) {
+  const auto* text = call.target.get(name);
   if (!text) return fallback;
   const auto value = parse_seq(*text);
   if (!value || *value < low || *value > high) {
@@ -68,8 +68,8 @@ std::string upper(std::string text) {
 
 // x-amz-checksum-algorithm of CreateMultipartUpload, lowercased ("crc32", ...); empty when
 // none was asked for.
-std::string checksum_algorithm(const Context& context) {
-  const auto* value = context.header("x-amz-checksum-algorithm");
+std::string checksum_algorithm(const Call& call) {
+  const auto* value = call.header("x-amz-checksum-algorithm");
   if (!value) return {};
   auto name = lower(*value);
   if (name != "crc32" && name != "crc32c" && name != "crc64nvme" && name != "sha1" &&
@@ -85,17 +85,17 @@ std::string checksum_element(std::string_view algorithm) {
 }
 
 // The part's checksum in `algorithm`: the verified header or trailer, or computed here.
-std::string part_checksum(const Context& context, std::string_view algorithm) {
-  for (const auto& [name, value] : context.checksums) {
+std::string part_checksum(const Call& call, std::string_view algorithm) {
+  for (const auto& [name, value] : call.checksums) {
     if (name == algorithm) return value;
   }
-  if (const auto& file = context.body.file) {
+  if (const auto& file = call.body.file) {
     for (const auto& [name, value] : file->checksums) {
       if (name == algorithm) return value;
     }
     fail(Err::internal_error, "The part's checksum was not computed.");
   }
-  return checksum_of(algorithm, context.body.data);
+  return checksum_of(algorithm, call.body.data);
 }
 
 // `bytes=<first>-<last>`, both decimal (x-amz-copy-source-range); nullopt otherwise.
@@ -112,21 +112,21 @@ std::optional<std::pair<std::int64_t, std::int64_t>> copy_range(std::string_view
 
 }  // namespace
 
-Response create_multipart_upload(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::write);
-  if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
+Response create_multipart_upload(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::write);
+  if (call.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
   store::NewObject meta;
-  meta.content_type = content_type_of(context.request);
-  meta.user_meta = user_metadata(context.request);
-  const auto algorithm = checksum_algorithm(context);
+  meta.content_type = content_type_of(call.request);
+  meta.user_meta = user_metadata(call.request);
+  const auto algorithm = checksum_algorithm(call);
   if (!algorithm.empty()) meta.checksums.emplace_back(algorithm, "");
   const auto upload =
-      check(context.store.create_upload(bucket, context.target.key, std::move(meta)), bucket);
+      check(call.store.create_upload(bucket, call.target.key, std::move(meta)), bucket);
   pugi::xml_document document;
   auto root = s3_root(document, "InitiateMultipartUploadResult");
   add_text(root, "Bucket", bucket);
-  add_text(root, "Key", context.target.key);
+  add_text(root, "Key", call.target.key);
   add_text(root, "UploadId", upload.upload_id);
   auto response = xml_response(200, to_string(document));
   if (!algorithm.empty()) {
@@ -160,7 +160,7 @@ bool is_md5_hex(std::string_view etag) {
 // data. Its ETag is the md5 of the range: the source's own when the range is the whole of a
 // one-blob object, else read (never written) from the file. nullopt: copy the bytes instead
 // (a range across parts, or of bytes kept in the database).
-std::optional<Response> copy_part_by_reference(Context& context, const store::UploadInfo& upload,
+std::optional<Response> copy_part_by_reference(Call& call, const store::UploadInfo& upload,
                                                int part_number, const store::ObjectInfo& info,
                                                std::int64_t start, std::int64_t length) {
   std::int64_t part_start = 0;
@@ -179,7 +179,7 @@ std::optional<Response> copy_part_by_reference(Context& context, const store::Up
   if (info.parts.size() == 1 && length == info.size && is_md5_hex(info.etag)) {
     etag = info.etag;
   } else {
-    std::ifstream in(context.store.blob_path(range), std::ios::binary);
+    std::ifstream in(call.store.blob_path(range), std::ios::binary);
     in.seekg(range.offset);
     crypto::Digest md5(crypto::Digest::Algorithm::md5);
     std::string buffer(std::size_t{256} << 10, '\0');
@@ -193,7 +193,7 @@ std::optional<Response> copy_part_by_reference(Context& context, const store::Up
     }
     etag = crypto::to_hex(md5.finish());
   }
-  check(context.store.put_part_copy(upload.upload_id, part_number, std::move(range), etag));
+  check(call.store.put_part_copy(upload.upload_id, part_number, std::move(range), etag));
   return copy_part_result(info, etag, {});
 }
 
@@ -202,16 +202,16 @@ std::optional<Response> copy_part_by_reference(Context& context, const store::Up
 // UploadPartCopy: the part is a byte range (x-amz-copy-source-range, else everything) of an
 // existing object, by reference to its blob file where it can be, else read from its blobs;
 // the AWS CLI copies large objects this way.
-Response upload_part_copy(Context& context, const store::UploadInfo& upload, int part_number) {
-  const auto source = parse_copy_source(context);
-  require(context, source.bucket, Access::read);
-  auto at = snapshot_version(context);
+Response upload_part_copy(Call& call, const store::UploadInfo& upload, int part_number) {
+  const auto source = parse_copy_source(call);
+  require(call, source.bucket, Access::read);
+  auto at = snapshot_version(call);
   if (source.version) at = source.version;
   const auto info =
-      check(context.store.get_object(source.bucket, source.key, at), source.bucket, source.key);
+      check(call.store.get_object(source.bucket, source.key, at), source.bucket, source.key);
   std::int64_t start = 0;
   std::int64_t length = info.size;
-  if (const auto* header = context.header("x-amz-copy-source-range")) {
+  if (const auto* header = call.header("x-amz-copy-source-range")) {
     // As S3: a malformed range is InvalidArgument, one past the source's end InvalidRange.
     const auto range = copy_range(*header);
     if (!range) {
@@ -228,15 +228,15 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
   if (length > static_cast<std::int64_t>(k_max_object_body)) fail(Err::entity_too_large);
   const auto algorithm = upload_algorithm(upload);
   if (algorithm.empty()) {
-    if (auto copied = copy_part_by_reference(context, upload, part_number, info, start, length))
+    if (auto copied = copy_part_by_reference(call, upload, part_number, info, start, length))
       return std::move(*copied);
   }
   // Else streamed through a fixed buffer into a new blob: a part copy never holds its range in
   // memory (up to 5 GiB, S3's part limit).
-  SpoolFile spool(context.store.tmp_dir(),
+  SpoolFile spool(call.store.tmp_dir(),
                   algorithm.empty() ? std::vector<std::string>{} : std::vector{algorithm});
   std::string buffer(std::size_t{256} << 10, '\0');
-  for (const auto& segment : segments_for(context.store, info, start, length)) {
+  for (const auto& segment : segments_for(call.store, info, start, length)) {
     if (segment.bytes) {
       const auto bytes = std::string_view(*segment.bytes)
                              .substr(static_cast<std::size_t>(segment.offset),
@@ -261,29 +261,29 @@ Response upload_part_copy(Context& context, const store::UploadInfo& upload, int
   }
   auto spooled = spool.finish();
   if (!spooled) fail(std::move(spooled.error()));
-  const auto blob = check(context.store.adopt_blob(spooled->path, spooled->sha256_hex));
+  const auto blob = check(call.store.adopt_blob(spooled->path, spooled->sha256_hex));
   const auto etag = crypto::to_hex(spooled->md5);
-  check(context.store.put_part(upload.upload_id, part_number, blob, etag, spooled->checksums));
+  check(call.store.put_part(upload.upload_id, part_number, blob, etag, spooled->checksums));
   return copy_part_result(info, etag, spooled->checksums);
 }
 
-Response upload_part(Context& context) {
-  require(context, context.target.bucket, Access::write);
-  const int part_number = int_param(context, "partNumber", 0, 1, k_max_part_number);
+Response upload_part(Call& call) {
+  require(call, call.target.bucket, Access::write);
+  const int part_number = int_param(call, "partNumber", 0, 1, k_max_part_number);
   if (part_number == 0) fail(Err::invalid_argument, "partNumber is required.");
-  const auto upload = upload_of(context);
-  if (context.header("x-amz-copy-source")) return upload_part_copy(context, upload, part_number);
+  const auto upload = upload_of(call);
+  if (call.header("x-amz-copy-source")) return upload_part_copy(call, upload, part_number);
   // The part keeps the checksums its client sent, and the upload's algorithm's in any case:
   // Complete builds the object's composite checksum from them.
-  auto checksums = context.checksums;
+  auto checksums = call.checksums;
   if (const auto algorithm = upload_algorithm(upload);
       !algorithm.empty() &&
       std::ranges::find(checksums, algorithm, &std::pair<std::string, std::string>::first) ==
           checksums.end()) {
-    checksums.emplace_back(algorithm, part_checksum(context, algorithm));
+    checksums.emplace_back(algorithm, part_checksum(call, algorithm));
   }
-  const auto [blob, etag] = store_body(context);
-  check(context.store.put_part(upload.upload_id, part_number, blob, etag, checksums));
+  const auto [blob, etag] = store_body(call);
+  check(call.store.put_part(upload.upload_id, part_number, blob, etag, checksums));
   Response response;
   response.set_header("ETag", quote_etag(etag));
   for (const auto& [algorithm, value] : checksums) {
@@ -292,16 +292,16 @@ Response upload_part(Context& context) {
   return response;
 }
 
-Response complete_multipart_upload(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::write);
-  const auto upload = upload_of(context);
-  auto conditions = write_conditions(context);
-  check_write_conditions(context, conditions);
+Response complete_multipart_upload(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::write);
+  const auto upload = upload_of(call);
+  auto conditions = write_conditions(call);
+  check_write_conditions(call, conditions);
   const auto algorithm = upload_algorithm(upload);
 
   pugi::xml_document document;
-  const auto parsed = document.load_buffer(context.body.data.data(), context.body.data.size());
+  const auto parsed = document.load_buffer(call.body.data.data(), call.body.data.size());
   const auto root = document.child("CompleteMultipartUpload");
   if (!parsed || !root) fail(Err::malformed_xml);
   std::vector<std::pair<int, std::string>> parts;
@@ -321,7 +321,7 @@ Response complete_multipart_upload(Context& context) {
   // S3's rules on the listed parts: each was uploaded with that ETag (and checksum, when the
   // client names one), and all but the last are at least 5 MiB. The store checks the parts
   // again under its lock.
-  const auto uploaded = check(context.store.list_parts(upload.upload_id));
+  const auto uploaded = check(call.store.list_parts(upload.upload_id));
   std::string part_digests;  // the parts' raw checksums, concatenated
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto found = std::ranges::find(uploaded, parts[i].first, &store::PartInfo::part_number);
@@ -330,7 +330,7 @@ Response complete_multipart_upload(Context& context) {
     }
     if (i + 1 < parts.size() && found->blob.size < k_min_part_size) {
       S3Error error = make_error(Err::entity_too_small);
-      error.key = context.target.key;
+      error.key = call.target.key;
       fail(std::move(error));
     }
     if (algorithm.empty()) continue;
@@ -349,15 +349,15 @@ Response complete_multipart_upload(Context& context) {
     checksums = store::Metadata{
         {algorithm, checksum_of(algorithm, part_digests) + "-" + std::to_string(parts.size())}};
   }
-  const auto info = check(
-      context.store.complete_upload(upload.upload_id, parts, checksums, std::move(conditions)),
-      bucket, context.target.key);
+  const auto info =
+      check(call.store.complete_upload(upload.upload_id, parts, checksums, std::move(conditions)),
+            bucket, call.target.key);
   pugi::xml_document out;
   auto result = s3_root(out, "CompleteMultipartUploadResult");
-  const auto host = context.request.header_or("host", "127.0.0.1");
-  add_text(result, "Location", "http://" + host + context.target.wire_path);
+  const auto host = call.request.header_or("host", "127.0.0.1");
+  add_text(result, "Location", "http://" + host + call.target.wire_path);
   add_text(result, "Bucket", bucket);
-  add_text(result, "Key", context.target.key);
+  add_text(result, "Key", call.target.key);
   add_text(result, "ETag", quote_etag(info.etag));
   for (const auto& [name, value] : info.checksums) {
     add_text(result, checksum_element(name).c_str(), value);
@@ -366,22 +366,22 @@ Response complete_multipart_upload(Context& context) {
   return xml_response(200, to_string(out));
 }
 
-Response abort_multipart_upload(Context& context) {
-  require(context, context.target.bucket, Access::write);
-  const auto upload = upload_of(context);
-  check(context.store.abort_upload(upload.upload_id));
+Response abort_multipart_upload(Call& call) {
+  require(call, call.target.bucket, Access::write);
+  const auto upload = upload_of(call);
+  check(call.store.abort_upload(upload.upload_id));
   Response response;
   response.status = 204;
   return response;
 }
 
-Response list_parts(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const auto upload = upload_of(context);
-  const int max_parts = int_param(context, "max-parts", 1000, 0, 1000);
-  const int marker = int_param(context, "part-number-marker", 0, 0, k_max_part_number);
-  auto parts = check(context.store.list_parts(upload.upload_id));
+Response list_parts(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const auto upload = upload_of(call);
+  const int max_parts = int_param(call, "max-parts", 1000, 0, 1000);
+  const int marker = int_param(call, "part-number-marker", 0, 0, k_max_part_number);
+  auto parts = check(call.store.list_parts(upload.upload_id));
   std::ranges::sort(parts, {}, &store::PartInfo::part_number);
   std::erase_if(parts, [&](const auto& part) { return part.part_number <= marker; });
   const bool truncated = parts.size() > static_cast<std::size_t>(max_parts);
@@ -390,7 +390,7 @@ Response list_parts(Context& context) {
   pugi::xml_document document;
   auto root = s3_root(document, "ListPartsResult");
   add_text(root, "Bucket", bucket);
-  add_text(root, "Key", context.target.key);
+  add_text(root, "Key", call.target.key);
   add_text(root, "UploadId", upload.upload_id);
   add_text(root, "PartNumberMarker", std::to_string(marker));
   if (!parts.empty())
@@ -414,25 +414,25 @@ Response list_parts(Context& context) {
 
 // ListMultipartUploads: the uploads in progress, by key then initiation, from after
 // key-marker (and upload-id-marker within that key), at most max-uploads of them.
-Response list_multipart_uploads(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
+Response list_multipart_uploads(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
   const auto param = [&](std::string_view name) {
-    const auto* value = context.target.get(name);
+    const auto* value = call.target.get(name);
     return value ? *value : std::string();
   };
   const auto prefix = param("prefix");
   const auto delimiter = param("delimiter");
   const auto key_marker = param("key-marker");
   const auto id_marker = param("upload-id-marker");
-  const int max_uploads = int_param(context, "max-uploads", 1000, 0, 2147483647);
-  const bool url = context.target.has("encoding-type");
+  const int max_uploads = int_param(call, "max-uploads", 1000, 0, 2147483647);
+  const bool url = call.target.has("encoding-type");
   if (url && param("encoding-type") != "url")
     fail(Err::invalid_argument, "Invalid Encoding Method specified in Request");
   const auto encode = [&](std::string_view text) {
     return url ? url_encode_key(text) : std::string(text);
   };
-  auto uploads = check(context.store.list_uploads(bucket, prefix), bucket);
+  auto uploads = check(call.store.list_uploads(bucket, prefix), bucket);
 
   pugi::xml_document document;
   auto root = s3_root(document, "ListMultipartUploadsResult");

@@ -41,22 +41,22 @@ bool etag_matches(std::string_view list, std::string_view etag) {
 }
 
 // Conditional requests (RFC 9110 §13.2.2 order). Returns a 304 response or throws 412.
-std::optional<Response> evaluate_conditions(const Context& context, const store::ObjectInfo& info) {
+std::optional<Response> evaluate_conditions(const Call& call, const store::ObjectInfo& info) {
   const auto modified = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::nanoseconds(info.seq)));
   const auto modified_s = std::chrono::floor<std::chrono::seconds>(modified);
-  if (const auto* if_match = context.header("if-match")) {
+  if (const auto* if_match = call.header("if-match")) {
     if (!etag_matches(*if_match, info.etag)) fail(Err::precondition_failed);
-  } else if (const auto* since = context.header("if-unmodified-since")) {
+  } else if (const auto* since = call.header("if-unmodified-since")) {
     if (auto time = parse_http_date(*since); time && modified_s > *time) {
       fail(Err::precondition_failed);
     }
   }
   bool not_modified = false;
-  if (const auto* if_none_match = context.header("if-none-match")) {
+  if (const auto* if_none_match = call.header("if-none-match")) {
     not_modified = etag_matches(*if_none_match, info.etag);
-  } else if (const auto* since = context.header("if-modified-since")) {
+  } else if (const auto* since = call.header("if-modified-since")) {
     if (auto time = parse_http_date(*since); time && modified_s <= *time) not_modified = true;
   }
   if (!not_modified) return std::nullopt;
@@ -77,25 +77,25 @@ std::optional<store::Seq> parse_version_id(const std::string* text) {
   return seq;
 }
 
-std::optional<store::Seq> version_id(const Context& context, std::string_view name = "versionId") {
-  return parse_version_id(context.target.get(name));
+std::optional<store::Seq> version_id(const Call& call, std::string_view name = "versionId") {
+  return parse_version_id(call.target.get(name));
 }
 
 // DeleteObject's one road, taken by DeleteObject and by each key of DeleteObjects: `version`
 // is the versionId as sent (nullptr when none). Throws the key's S3 error.
-void delete_one(const Context& context, const std::string& key, const std::string* version) {
-  const auto& bucket = context.target.bucket;
+void delete_one(const Call& call, const std::string& key, const std::string* version) {
+  const auto& bucket = call.target.bucket;
   if (key.size() > k_max_key_bytes) fail(Err::key_too_long);
   if (parse_version_id(version)) {
     // tigris-wire §4: versionId deletes inside forks have unconfirmed semantics.
     fail(Err::not_implemented, "Deleting a specific version is not supported by tfork serve.");
   }
-  check(context.store.delete_object(bucket, key), bucket, key);
+  check(call.store.delete_object(bucket, key), bucket, key);
 }
 
 // ?partNumber= of GetObject and HeadObject: 1..10000.
-std::optional<int> part_number(const Context& context) {
-  const auto* text = context.target.get("partNumber");
+std::optional<int> part_number(const Call& call) {
+  const auto* text = call.target.get("partNumber");
   if (!text) return std::nullopt;
   const auto value = parse_seq(*text);
   if (!value || *value < 1 || *value > 10000)
@@ -140,7 +140,7 @@ store::Metadata part_checksums(const store::ObjectInfo& info, std::size_t index)
   return out;
 }
 
-void object_headers(Response& response, const Context& context, const store::ObjectInfo& info) {
+void object_headers(Response& response, const Call& call, const store::ObjectInfo& info) {
   response.set_header("ETag", quote_etag(info.etag));
   response.set_header("Last-Modified", http_date(info.seq));
   response.set_header("Content-Type",
@@ -154,7 +154,7 @@ void object_headers(Response& response, const Context& context, const store::Obj
     }
   }
   // Stored checksums are echoed when the client asks (x-amz-checksum-mode: ENABLED), as S3.
-  if (const auto* mode = context.header("x-amz-checksum-mode"); mode && iequals(*mode, "ENABLED")) {
+  if (const auto* mode = call.header("x-amz-checksum-mode"); mode && iequals(*mode, "ENABLED")) {
     for (const auto& [algorithm, value] : info.checksums) {
       response.set_header("x-amz-checksum-" + algorithm, value);
       response.set_header("x-amz-checksum-type", std::string(checksum_type(value)));
@@ -169,7 +169,7 @@ void object_headers(Response& response, const Context& context, const store::Obj
       {"response-cache-control", "Cache-Control"},
       {"response-expires", "Expires"}};
   for (const auto& [param, header] : k_overrides) {
-    if (const auto* value = context.target.get(param))
+    if (const auto* value = call.target.get(param))
       response.set_header(std::string(header), *value);
   }
 }
@@ -334,21 +334,20 @@ std::vector<BodySegment> segments_for(const store::Store& store, const store::Ob
   return out;
 }
 
-StoredBody store_body(Context& context) {
-  if (const auto& file = context.body.file) {
-    return {check(context.store.adopt_blob(file->path, file->sha256_hex)),
-            crypto::to_hex(file->md5)};
+StoredBody store_body(Call& call) {
+  if (const auto& file = call.body.file) {
+    return {check(call.store.adopt_blob(file->path, file->sha256_hex)), crypto::to_hex(file->md5)};
   }
-  return {check(context.store.write_blob(context.body.data)),
-          crypto::to_hex(crypto::md5(context.body.data))};
+  return {check(call.store.write_blob(call.body.data)),
+          crypto::to_hex(crypto::md5(call.body.data))};
 }
 
-store::WriteConditions write_conditions(const Context& context) {
+store::WriteConditions write_conditions(const Call& call) {
   store::WriteConditions conditions;
-  if (const auto* if_none_match = context.header("if-none-match")) {
+  if (const auto* if_none_match = call.header("if-none-match")) {
     conditions.if_none_match_any = unquote(*if_none_match) == "*";
   }
-  if (const auto* if_match = context.header("if-match")) {
+  if (const auto* if_match = call.header("if-match")) {
     auto& etags = conditions.if_match.emplace();
     for (std::string_view list = *if_match; !list.empty();) {
       const auto comma = list.find(',');
@@ -359,11 +358,11 @@ store::WriteConditions write_conditions(const Context& context) {
   return conditions;
 }
 
-void check_write_conditions(const Context& context, const store::WriteConditions& conditions) {
+void check_write_conditions(const Call& call, const store::WriteConditions& conditions) {
   if (conditions.empty()) return;
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  auto current = context.store.get_object(bucket, key);
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  auto current = call.store.get_object(bucket, key);
   std::optional<std::string_view> etag;
   if (current) {
     etag = current->etag;
@@ -382,41 +381,41 @@ Response put_written(const store::ObjectInfo& info) {
   return response;
 }
 
-PendingWrite put_object(Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  require(context, bucket, Access::write);
-  if (context.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
+PendingWrite put_object(Call& call) {
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  require(call, bucket, Access::write);
+  if (call.header("x-tigris-snapshot-version")) fail(Err::snapshot_read_only);
   // A body spooled to a file is adopted as a blob before its row is written: ask first, so a
   // missing bucket leaves no orphan blob (and conditions below are judged in a bucket that
   // exists). A small body becomes a blob only in its row's transaction, which finds a missing
   // bucket itself: no read transaction of its own for the common small PUT.
-  auto conditions = write_conditions(context);
-  if (context.body.file || !conditions.empty()) check(context.store.head_bucket(bucket), bucket);
-  check_write_conditions(context, conditions);
+  auto conditions = write_conditions(call);
+  if (call.body.file || !conditions.empty()) check(call.store.head_bucket(bucket), bucket);
+  check_write_conditions(call, conditions);
   PendingWrite write{bucket, key, {}, std::move(conditions)};
-  write.object.content_type = content_type_of(context.request);
-  write.object.user_meta = user_metadata(context.request);
-  write.object.checksums = context.checksums;
-  auto stored = store_body(context);
+  write.object.content_type = content_type_of(call.request);
+  write.object.user_meta = user_metadata(call.request);
+  write.object.checksums = call.checksums;
+  auto stored = store_body(call);
   write.object.etag = std::move(stored.etag);
   write.object.parts.push_back(stored.blob);
   return write;
 }
 
-Response get_object(Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  require(context, bucket, Access::read);
-  auto at = snapshot_version(context);
-  const auto version = version_id(context);
+Response get_object(Call& call) {
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  require(call, bucket, Access::read);
+  auto at = snapshot_version(call);
+  const auto version = version_id(call);
   if (version) at = version;
-  auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  auto info = check(call.store.get_object(bucket, key, at), bucket, key);
   // The blob files are opened now and held until the body is sent (store.hpp: an overwrite
   // may unlink them); one already gone means a newer state, which is resolved again. Small
   // blobs came with their bytes.
   std::vector<std::shared_ptr<const OpenFile>> files;
-  for (int attempt = 0; !context.is_head(); ++attempt) {
+  for (int attempt = 0; !call.is_head(); ++attempt) {
     files.clear();
     bool all_open = true;
     for (const auto& part : info.parts) {
@@ -424,7 +423,7 @@ Response get_object(Context& context) {
         files.push_back(nullptr);
         continue;
       }
-      const int fd = ::open(context.store.blob_path(part).c_str(), O_RDONLY | O_CLOEXEC);
+      const int fd = ::open(call.store.blob_path(part).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
         all_open = false;
         break;
@@ -433,21 +432,21 @@ Response get_object(Context& context) {
     }
     if (all_open) break;
     if (attempt == 8) fail(Err::internal_error, "An object's data file is missing.");
-    info = check(context.store.get_object(bucket, key, at), bucket, key);
+    info = check(call.store.get_object(bucket, key, at), bucket, key);
   }
   if (version && info.seq != *version) {
     S3Error error = make_error(Err::no_such_version);
     error.key = key;
     fail(std::move(error));
   }
-  if (auto not_modified = evaluate_conditions(context, info)) return std::move(*not_modified);
+  if (auto not_modified = evaluate_conditions(call, info)) return std::move(*not_modified);
 
   Response response;
-  object_headers(response, context, info);
+  object_headers(response, call, info);
   std::int64_t start = 0;
   std::int64_t length = info.size;
-  const auto* range_header = context.header("range");
-  if (const auto part = part_number(context)) {
+  const auto* range_header = call.header("range");
+  if (const auto part = part_number(call)) {
     // GetObject/HeadObject ?partNumber=N: the bytes of that part of a multipart object; an
     // object uploaded whole has one part, itself.
     if (range_header) {
@@ -464,7 +463,7 @@ Response get_object(Context& context) {
       // The stored checksum is the whole object's: not the part's. The part's own is
       // answered instead, as S3 does (a client validating it reads exactly that part).
       remove_checksum_headers(response);
-      if (const auto* mode = context.header("x-amz-checksum-mode");
+      if (const auto* mode = call.header("x-amz-checksum-mode");
           mode && iequals(*mode, "ENABLED")) {
         for (const auto& [algorithm, value] :
              part_checksums(info, static_cast<std::size_t>(*part - 1))) {
@@ -498,41 +497,41 @@ Response get_object(Context& context) {
     }
   }
   response.content_length = length;
-  if (!context.is_head()) {
-    response.blob_body = segments_for(context.store, info, start, length, files);
+  if (!call.is_head()) {
+    response.blob_body = segments_for(call.store, info, start, length, files);
   }
   return response;
 }
 
 // GetObjectTagging: tags are not stored, so every object has an empty tag set. The AWS CLI
 // asks for it on every S3-to-S3 copy, to carry the tags over.
-Response get_object_tagging(Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  require(context, bucket, Access::read);
-  check(context.store.get_object(bucket, key, snapshot_version(context)), bucket, key);
+Response get_object_tagging(Call& call) {
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  require(call, bucket, Access::read);
+  check(call.store.get_object(bucket, key, snapshot_version(call)), bucket, key);
   return xml_response(
       200,
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet/></Tagging>");
 }
 
-Response delete_object(Context& context) {
-  require(context, context.target.bucket, Access::write);
-  delete_one(context, context.target.key, context.target.get("versionId"));
+Response delete_object(Call& call) {
+  require(call, call.target.bucket, Access::write);
+  delete_one(call, call.target.key, call.target.get("versionId"));
   Response response;
   response.status = 204;
   return response;
 }
 
-Response delete_objects(Context& context) {
-  const auto& bucket = context.target.bucket;
-  require(context, bucket, Access::read);
-  const bool can_write = allowed(context.principal, bucket, Access::write);
+Response delete_objects(Call& call) {
+  const auto& bucket = call.target.bucket;
+  require(call, bucket, Access::read);
+  const bool can_write = allowed(call.principal, bucket, Access::write);
 
   pugi::xml_document document;
   // parse_ws_pcdata_single keeps a key made only of spaces.
-  const auto parsed = document.load_buffer(context.body.data.data(), context.body.data.size(),
+  const auto parsed = document.load_buffer(call.body.data.data(), call.body.data.size(),
                                            pugi::parse_default | pugi::parse_ws_pcdata_single);
   const auto root = document.child("Delete");
   if (!parsed || !root) fail(Err::malformed_xml);
@@ -550,7 +549,7 @@ Response delete_objects(Context& context) {
     items.push_back(std::move(item));
   }
   if (items.empty() || items.size() > 1000) fail(Err::malformed_xml);
-  check(context.store.head_bucket(bucket), bucket);
+  check(call.store.head_bucket(bucket), bucket);
 
   pugi::xml_document out;
   auto result = s3_root(out, "DeleteResult");
@@ -560,7 +559,7 @@ Response delete_objects(Context& context) {
       error = make_error(Err::access_denied);
     } else {
       try {
-        delete_one(context, item.key, item.version ? &*item.version : nullptr);
+        delete_one(call, item.key, item.version ? &*item.version : nullptr);
       } catch (const S3Exception& e) {
         error = e.error();
       }
@@ -581,11 +580,11 @@ Response delete_objects(Context& context) {
   return xml_response(200, to_string(out));
 }
 
-CopySource parse_copy_source(const Context& context) {
+CopySource parse_copy_source(const Call& call) {
   // x-amz-copy-source: "[/]bucket/key[?versionId=v]", URL-encoded by the client (header
   // values reach the handler exactly as sent). A '?' inside an encoded key is "%3F", so the
   // first raw '?' starts the query; '+' is a literal plus here, not a space.
-  std::string_view path = *context.header("x-amz-copy-source");
+  std::string_view path = *call.header("x-amz-copy-source");
   CopySource source;
   if (const auto question = path.rfind("?versionId="); question != std::string_view::npos) {
     const auto value = path.substr(question + 11);
@@ -609,17 +608,17 @@ CopySource parse_copy_source(const Context& context) {
   return source;
 }
 
-Response copy_object(Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  const auto [source_bucket, source_key, source_version] = parse_copy_source(context);
+Response copy_object(Call& call) {
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  const auto [source_bucket, source_key, source_version] = parse_copy_source(call);
 
-  require(context, source_bucket, Access::read);
-  require(context, bucket, Access::write);
-  auto at = snapshot_version(context);  // tigris-wire §2.9: the source's point in time
+  require(call, source_bucket, Access::read);
+  require(call, bucket, Access::write);
+  auto at = snapshot_version(call);  // tigris-wire §2.9: the source's point in time
   if (source_version) at = source_version;
 
-  const auto* directive = context.header("x-amz-metadata-directive");
+  const auto* directive = call.header("x-amz-metadata-directive");
   const bool replace = directive && iequals(*directive, "REPLACE");
   if (directive && !replace && !iequals(*directive, "COPY")) {
     fail(Err::invalid_argument, "Unknown metadata directive.");
@@ -632,19 +631,19 @@ Response copy_object(Context& context) {
   }
   if (source_version) {
     const auto info =
-        check(context.store.get_object(source_bucket, source_key, at), source_bucket, source_key);
+        check(call.store.get_object(source_bucket, source_key, at), source_bucket, source_key);
     if (info.seq != *source_version) fail(Err::no_such_version);
   }
   std::optional<store::NewObject> metadata;
   if (replace) {
     metadata.emplace();
-    metadata->content_type = content_type_of(context.request);
-    metadata->user_meta = user_metadata(context.request);
+    metadata->content_type = content_type_of(call.request);
+    metadata->user_meta = user_metadata(call.request);
   }
-  auto conditions = write_conditions(context);
-  check_write_conditions(context, conditions);
-  auto copied = context.store.copy_object(source_bucket, source_key, at, bucket, key,
-                                          std::move(metadata), std::move(conditions));
+  auto conditions = write_conditions(call);
+  check_write_conditions(call, conditions);
+  auto copied = call.store.copy_object(source_bucket, source_key, at, bucket, key,
+                                       std::move(metadata), std::move(conditions));
   // The destination's conditions name the destination key; the rest, the source.
   const bool on_destination =
       !copied && copied.error().code == store::StoreErrc::precondition_failed;
@@ -658,11 +657,11 @@ Response copy_object(Context& context) {
 }
 
 // GetObjectAttributes: the attributes named in x-amz-object-attributes, in one document.
-Response get_object_attributes(Context& context) {
-  const auto& bucket = context.target.bucket;
-  const auto& key = context.target.key;
-  require(context, bucket, Access::read);
-  const auto* names = context.header("x-amz-object-attributes");
+Response get_object_attributes(Call& call) {
+  const auto& bucket = call.target.bucket;
+  const auto& key = call.target.key;
+  require(call, bucket, Access::read);
+  const auto* names = call.header("x-amz-object-attributes");
   static constexpr std::string_view k_known[] = {"ETag", "Checksum", "ObjectParts", "StorageClass",
                                                  "ObjectSize"};
   std::vector<std::string> wanted;
@@ -687,10 +686,10 @@ Response get_object_attributes(Context& context) {
   const auto wants = [&](std::string_view name) {
     return std::ranges::find(wanted, name) != wanted.end();
   };
-  auto at = snapshot_version(context);
-  const auto version = version_id(context);
+  auto at = snapshot_version(call);
+  const auto version = version_id(call);
   if (version) at = version;
-  const auto info = check(context.store.get_object(bucket, key, at), bucket, key);
+  const auto info = check(call.store.get_object(bucket, key, at), bucket, key);
   if (version && info.seq != *version) {
     S3Error error = make_error(Err::no_such_version);
     error.key = key;
@@ -708,12 +707,12 @@ Response get_object_attributes(Context& context) {
   }
   if (const auto count = parts_count(info); wants("ObjectParts") && count) {
     const int max_parts = [&] {
-      const auto* text = context.target.get("max-parts");
+      const auto* text = call.target.get("max-parts");
       const auto value = text ? parse_seq(*text) : std::optional<store::Seq>(1000);
       if (!value) fail(Err::invalid_argument, "max-parts must be an integer.");
       return static_cast<int>(std::min<store::Seq>(*value, 1000));
     }();
-    const auto* marker_text = context.header("x-amz-part-number-marker");
+    const auto* marker_text = call.header("x-amz-part-number-marker");
     const auto marker = marker_text ? parse_seq(*marker_text) : std::optional<store::Seq>(0);
     if (!marker) fail(Err::invalid_argument, "The part number marker must be an integer.");
     auto parts = root.append_child("ObjectParts");

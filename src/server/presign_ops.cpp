@@ -19,8 +19,8 @@ std::string string_field(const nlohmann::json& body, const char* name) {
 
 }  // namespace
 
-Response presign(Context& context) {
-  const auto body = nlohmann::json::parse(context.body.data, nullptr, false);
+Response presign(Call& call) {
+  const auto body = nlohmann::json::parse(call.body.data, nullptr, false);
   if (body.is_discarded() || !body.is_object())
     fail(Err::invalid_argument, "The body must be a JSON object.");
   const auto bucket = string_field(body, "bucket");
@@ -39,9 +39,9 @@ Response presign(Context& context) {
   if (key.size() > k_max_key_bytes) fail(Err::key_too_long);
 
   // A scoped key presigns only with itself; an administrator with any key.
-  if (!is_admin(context.principal) && key_id != context.principal.access_key_id)
+  if (!is_admin(call.principal) && key_id != call.principal.access_key_id)
     fail(Err::access_denied, "A scoped access key can presign URLs only with itself.");
-  const auto record = context.keys ? (*context.keys)(key_id) : std::nullopt;
+  const auto record = call.keys ? (*call.keys)(key_id) : std::nullopt;
   if (!record) fail(Err::invalid_argument, "No active access key " + key_id + ".");
   // The URL would be refused when used: say so now, before asking whether the bucket exists,
   // so that a key learns nothing of buckets it may not use (a missing one answers the same).
@@ -52,8 +52,8 @@ Response presign(Context& context) {
     error.bucket = bucket;
     fail(std::move(error));
   }
-  check(context.store.head_bucket(bucket), bucket);
-  const auto* host = context.header("host");
+  check(call.store.head_bucket(bucket), bucket);
+  const auto* host = call.header("host");
   if (!host || host->empty()) fail(Err::invalid_request, "A Host header is required.");
 
   // Path style: the server is addressed by IP and port.
@@ -63,7 +63,7 @@ Response presign(Context& context) {
   request.headers = {{"host", *host}};
   const auto query =
       sigv4::presign(request, sigv4::Credentials{key_id, record->secret, {}},
-                     sigv4::SigningParams{}, context.now, std::chrono::seconds(expires));
+                     sigv4::SigningParams{}, call.now, std::chrono::seconds(expires));
   const std::string url = "http://" + *host + request.path + "?" + query;
   return json_response(200, nlohmann::ordered_json{{"url", url}}.dump());
 }

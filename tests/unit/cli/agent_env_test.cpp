@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent_manifest.hpp"
+#include "temp_dir.hpp"
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -219,8 +220,8 @@ TEST_CASE("run_agents: prefixed lines, exit codes, environment", "[agent_runner]
 
 TEST_CASE("run_agents: --logs writes one file per fork; a missing program exits 127",
           "[agent_runner]") {
-  const auto dir = std::filesystem::temp_directory_path() / "tfork-runner-logs-test";
-  std::filesystem::remove_all(dir);
+  const tfork::test::TempDir logs;
+  const auto dir = logs.path() / "logs";  // made by run_agents
   auto specs = specs_for({"echo hello from $TFORK_BUCKET; echo oops >&2"});
   specs[2].argv = {"/nonexistent/agent"};
   ExecOptions options;
@@ -241,7 +242,6 @@ TEST_CASE("run_agents: --logs writes one file per fork; a missing program exits 
   std::stringstream reason;
   reason << failed.rdbuf();
   CHECK(reason.str().find("cannot run /nonexistent/agent") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("run_agents: a timeout sends TERM, then KILL to an agent that ignores it",

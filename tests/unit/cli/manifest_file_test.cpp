@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,19 +21,9 @@
 namespace fs = std::filesystem;
 using namespace tfork;
 
-namespace {
+using tfork::test::TempDir;
 
-struct ScratchDir {
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "tfork-manifest-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  fs::path path;
-};
+namespace {
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -68,10 +59,10 @@ struct UmaskGuard {
 }  // namespace
 
 TEST_CASE("write_manifest replaces a symlink at its path and never writes through it") {
-  ScratchDir dir;
-  const auto victim = dir.path / "victim";
+  TempDir dir;
+  const auto victim = dir.path() / "victim";
   std::ofstream(victim) << "someone else's file\n";
-  const auto path = dir.path / "run.manifest.json";
+  const auto path = dir.path() / "run.manifest.json";
   fs::create_symlink(victim, path);
 
   workflow::write_manifest(path, one_fork_manifest(), false);
@@ -83,16 +74,16 @@ TEST_CASE("write_manifest replaces a symlink at its path and never writes throug
 }
 
 TEST_CASE("write_manifest never follows a symlink planted at a predictable temporary name") {
-  ScratchDir dir;
-  const auto victim = dir.path / "victim";
+  TempDir dir;
+  const auto victim = dir.path() / "victim";
   std::ofstream(victim) << "untouched\n";
-  const auto path = dir.path / "run.manifest.json";
+  const auto path = dir.path() / "run.manifest.json";
   const auto pid = std::to_string(::getpid());
   // The names a writer with a fixed or pid-based temporary name would use.
   for (const std::string& name : std::vector<std::string>{
            "run.manifest.json.tmp", ".run.manifest.json.tmp", "run.manifest.json.tmp." + pid,
            ".run.manifest.json.tmp-" + pid, ".run.manifest.json.tmp-", "run.manifest.json~"}) {
-    fs::create_symlink(victim, dir.path / name);
+    fs::create_symlink(victim, dir.path() / name);
   }
 
   workflow::write_manifest(path, one_fork_manifest(), true);
@@ -102,12 +93,12 @@ TEST_CASE("write_manifest never follows a symlink planted at a predictable tempo
   CHECK(fs::is_regular_file(path));
   CHECK_FALSE(fs::is_symlink(path));
   // Nothing but the planted links, the victim and the manifest: no temporary file is left.
-  CHECK(entries_in(dir.path) == 8);
+  CHECK(entries_in(dir.path()) == 8);
 }
 
 TEST_CASE("write_manifest leaves a 0600 file whatever the umask, and no temporary file") {
-  ScratchDir dir;
-  const auto path = dir.path / "m.json";
+  TempDir dir;
+  const auto path = dir.path() / "m.json";
   const mode_t mask = GENERATE(mode_t{0}, mode_t{022}, mode_t{077});
   UmaskGuard guard(mask);
 
@@ -119,23 +110,23 @@ TEST_CASE("write_manifest leaves a 0600 file whatever the umask, and no temporar
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(entries_in(dir.path) == 1);
+  CHECK(entries_in(dir.path()) == 1);
 }
 
 TEST_CASE("write_manifest fails loudly, leaving the old file, when the directory is missing") {
-  ScratchDir dir;
-  const auto path = dir.path / "gone" / "m.json";
+  TempDir dir;
+  const auto path = dir.path() / "gone" / "m.json";
   CHECK_THROWS_AS(workflow::write_manifest(path, one_fork_manifest(), false), TforkError);
   CHECK_FALSE(fs::exists(path));
 }
 
 TEST_CASE("a manifest claimed by one run is refused to a second until the first ends",
           "[manifest][claim]") {
-  ScratchDir dir;
-  const auto manifest = dir.path / "run.manifest.json";
+  TempDir dir;
+  const auto manifest = dir.path() / "run.manifest.json";
   {
     const workflow::ManifestClaim first(manifest);
-    CHECK(fs::exists(dir.path / "run.manifest.json.lock"));
+    CHECK(fs::exists(dir.path() / "run.manifest.json.lock"));
     try {
       const workflow::ManifestClaim second(manifest);
       FAIL("a second claim of a held manifest succeeded");
@@ -144,8 +135,8 @@ TEST_CASE("a manifest claimed by one run is refused to a second until the first 
       CHECK_THAT(e.error().message, Catch::Contains("in use by another tfork run"));
     }
     // Another manifest in the same directory is another run's business.
-    CHECK_NOTHROW(workflow::ManifestClaim(dir.path / "other.manifest.json"));
+    CHECK_NOTHROW(workflow::ManifestClaim(dir.path() / "other.manifest.json"));
   }
-  CHECK_FALSE(fs::exists(dir.path / "run.manifest.json.lock"));
+  CHECK_FALSE(fs::exists(dir.path() / "run.manifest.json.lock"));
   CHECK_NOTHROW(workflow::ManifestClaim(manifest));
 }

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent_manifest.hpp"
+#include "temp_dir.hpp"
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -21,20 +22,9 @@ using namespace tfork;
 using namespace tfork::workflow;
 namespace fs = std::filesystem;
 
-namespace {
+using tfork::test::TempDir;
 
-// A directory of its own per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tfork-sandbox-test.XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -50,16 +40,16 @@ Manifest sample_manifest() {
 
 SandboxRequest request_in(const TempDir& dir) {
   SandboxRequest request;
-  request.manifest = dir.path / "runs/run.manifest.json";
-  request.cwd = dir.path / "cwd";
+  request.manifest = dir.path() / "runs/run.manifest.json";
+  request.cwd = dir.path() / "cwd";
   fs::create_directories(request.cwd);
   write(request.manifest, k_manifest_text);
   return request;
 }
 
 std::vector<std::string> environment_for(const TempDir& dir) {
-  fs::create_directories(dir.path / "home");
-  return {"PATH=/usr/bin:/bin", "HOME=" + (dir.path / "home").string()};
+  fs::create_directories(dir.path() / "home");
+  return {"PATH=/usr/bin:/bin", "HOME=" + (dir.path() / "home").string()};
 }
 
 bool has_step(const Sandbox& sandbox, MountStep::Kind kind, const fs::path& destination) {
@@ -113,7 +103,7 @@ TEST_CASE("without bwrap on PATH, the sandbox is refused with a way out", "[sand
   TempDir dir;
   const auto request = request_in(dir);
   try {
-    const std::vector<std::string> environment = {"PATH=" + (dir.path / "empty").string()};
+    const std::vector<std::string> environment = {"PATH=" + (dir.path() / "empty").string()};
     plan_sandbox(request, environment);
     FAIL("planned a sandbox without bwrap");
   } catch (const TforkError& e) {
@@ -126,25 +116,25 @@ TEST_CASE("without bwrap on PATH, the sandbox is refused with a way out", "[sand
 TEST_CASE("the view hides the manifests, masks HOME, /tmp and the workdir", "[sandbox]") {
   TempDir dir;
   auto request = request_in(dir);
-  const auto runs = fs::canonical(dir.path / "runs");
+  const auto runs = fs::canonical(dir.path() / "runs");
   // Beside the run's manifest: another run's manifest and its agents' directories, a JSON
   // file that is no manifest, and the operator's code.
   write(runs / "old.json", k_manifest_text);
   write(runs / "old.work/run-1/notes.txt", "secret notes");
   write(runs / "settings.json", R"({"theme": "dark"})");
   write(runs / "agent.sh", "echo hi");
-  write(dir.path / "cwd/other.manifest.json", k_manifest_text);
+  write(dir.path() / "cwd/other.manifest.json", k_manifest_text);
   const auto sandbox = plan_sandbox(request, environment_for(dir));
   CHECK(sandbox.kind == SandboxKind::bwrap);
   CHECK(sandbox.workdir_root == runs / "run.work");
-  CHECK(sandbox.home == fs::canonical(dir.path / "home"));
+  CHECK(sandbox.home == fs::canonical(dir.path() / "home"));
   CHECK(has_step(sandbox, MountStep::Kind::tmpfs, "/tmp"));
   CHECK(has_step(sandbox, MountStep::Kind::tmpfs, sandbox.home));
   CHECK(has_step(sandbox, MountStep::Kind::tmpfs, sandbox.workdir_root));
   CHECK(has_step(sandbox, MountStep::Kind::proc, "/proc"));
   for (const auto* hidden : {"run.manifest.json", "old.json", "old.work"})
     CHECK(std::ranges::count(sandbox.hidden, runs / hidden) == 1);
-  CHECK(std::ranges::count(sandbox.hidden, fs::canonical(dir.path / "cwd/other.manifest.json")) ==
+  CHECK(std::ranges::count(sandbox.hidden, fs::canonical(dir.path() / "cwd/other.manifest.json")) ==
         1);
   CHECK(std::ranges::count(sandbox.hidden, runs / "settings.json") == 0);
 }
@@ -152,7 +142,7 @@ TEST_CASE("the view hides the manifests, masks HOME, /tmp and the workdir", "[sa
 TEST_CASE("a shared path never shows a manifest", "[sandbox]") {
   TempDir dir;
   auto request = request_in(dir);
-  const auto runs = fs::canonical(dir.path / "runs");
+  const auto runs = fs::canonical(dir.path() / "runs");
   write(runs / "code/agent.py", "print(1)");
   // Read-only: the directory is rebuilt inside the share without the manifest.
   request.shared = {parse_shared_path(runs.string() + ":/mnt/runs", false)};
@@ -173,16 +163,16 @@ TEST_CASE("a shared path never shows a manifest", "[sandbox]") {
 TEST_CASE("working directories: empty, ours, never a planted link", "[sandbox]") {
   TempDir dir;
   auto request = request_in(dir);
-  request.workdir = dir.path / "work";
+  request.workdir = dir.path() / "work";
   const auto sandbox = plan_sandbox(request, environment_for(dir));
   const std::vector<std::string> buckets = {"run-1", "run-2"};
-  fs::create_directories(dir.path / "work");
-  fs::create_directory_symlink(dir.path / "home", dir.path / "work/run-2");
+  fs::create_directories(dir.path() / "work");
+  fs::create_directory_symlink(dir.path() / "home", dir.path() / "work/run-2");
   CHECK_THROWS_WITH(prepare_workdirs(sandbox, buckets), Catch::Contains("symbolic link"));
-  fs::remove(dir.path / "work/run-2");
+  fs::remove(dir.path() / "work/run-2");
   prepare_workdirs(sandbox, buckets);
   struct stat info {};
-  REQUIRE(::stat((dir.path / "work/run-1").c_str(), &info) == 0);
+  REQUIRE(::stat((dir.path() / "work/run-1").c_str(), &info) == 0);
   CHECK((info.st_mode & 0777) == 0700);
   prepare_workdirs(sandbox, buckets);  // again: the same directories, kept
   const std::vector<std::string> hostile = {".."};
@@ -253,7 +243,7 @@ TEST_CASE("bwrap: exit codes, its own working directory, HOME and PID namespace"
                      "ls -A \"$HOME\" | tr '\\n' ' '; echo; wc -c </proc/1/environ; "
                      "ls ../ | tr '\\n' ' '; echo; exit $TFORK_AGENT_INDEX",
                      ExecOptions{}, lines);
-  const auto root = fs::canonical(dir.path / "runs/run.work");
+  const auto root = fs::canonical(dir.path() / "runs/run.work");
   for (int i = 1; i <= 2; ++i) {
     const auto& agent = outcome.agents[static_cast<std::size_t>(i - 1)];
     const auto bucket = "run-" + std::to_string(i);
@@ -262,7 +252,7 @@ TEST_CASE("bwrap: exit codes, its own working directory, HOME and PID namespace"
     CHECK(agent.sandbox == "bwrap");
     CHECK(agent.workdir == root / bucket);
     CHECK(lines.str().find("[" + bucket + "] pwd " + (root / bucket).string() + " home " +
-                           fs::canonical(dir.path / "home").string() + " pid 2 ppid 1") !=
+                           fs::canonical(dir.path() / "home").string() + " pid 2 ppid 1") !=
           std::string::npos);
     CHECK(lines.str().find("[" + bucket + "] .aws \n") != std::string::npos);
     CHECK(lines.str().find("[" + bucket + "] 0\n") != std::string::npos);  // /proc/1/environ

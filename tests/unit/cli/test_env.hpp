@@ -4,6 +4,7 @@
 
 #include "tfork/cli/config.hpp"
 
+#include "temp_dir.hpp"
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,18 +16,10 @@ namespace tfork::testing {
 
 class TempHome {
  public:
-  TempHome() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tfork-home-XXXXXX").string();
-    dir_ = ::mkdtemp(pattern.data());
+  TempHome() : home_("tfork-home"), dir_(home_.path()) {
     std::filesystem::create_directories(dir_ / ".aws");
     vars["HOME"] = dir_.string();
   }
-  ~TempHome() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  TempHome(const TempHome&) = delete;
-  TempHome& operator=(const TempHome&) = delete;
 
   const std::filesystem::path& dir() const { return dir_; }
 
@@ -50,6 +43,7 @@ class TempHome {
   std::map<std::string, std::string> vars;
 
  private:
+  test::TempDir home_;  // kept, with its path printed, when the test failed
   std::filesystem::path dir_;
 };
 
