@@ -406,6 +406,15 @@ std::expected<Admission, Response> Handler::admit(const Request& head) {
     if (!query) return fail_with(make_error(Err::invalid_uri, query.error()));
     admission.target.query = std::move(*query);
   }
+  // An object body is refused before it is read when the disk has no room for it (it would
+  // fill tmp/ first, and the reserve kept for deletes with it).
+  if (const auto length = declared_length(head); admission.object_body && length) {
+    std::uint64_t size = *length;
+    if (const auto* decoded = head.header("x-amz-decoded-content-length"))
+      std::from_chars(decoded->data(), decoded->data() + decoded->size(), size);
+    if (auto room = store_.admit_data(static_cast<std::int64_t>(size)); !room)
+      return fail_with(store_error(room.error()));
+  }
   return admission;
 }
 

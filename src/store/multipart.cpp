@@ -61,7 +61,7 @@ std::unexpected<StoreError> no_upload(std::string_view upload_id) {
 Result<UploadInfo> SqliteStore::create_upload(std::string_view bucket, std::string_view key,
                                               NewObject meta) {
   if (!valid_key(key)) return failure(StoreErrc::invalid_argument, "invalid object key");
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<UploadInfo> {
     const auto row = find_bucket(ctx.db, bucket);
     if (!row) return failure(StoreErrc::no_such_bucket, "no such bucket " + std::string(bucket));
@@ -105,7 +105,7 @@ Result<PartInfo> SqliteStore::put_part_copy(std::string_view upload_id, int part
     return failure(StoreErrc::invalid_argument,
                    "only a range of a blob file is copied by reference");
   }
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<PartInfo> {
     if (!find_upload(ctx.db, upload_id)) return no_upload(upload_id);
     // A row names the blob (the source's, in this transaction) and its file is in place: it
@@ -215,7 +215,7 @@ void SqliteStore::remove_upload(WriteCtx& ctx, std::string_view upload_id) {
 Result<ObjectInfo> SqliteStore::complete_upload(
     std::string_view upload_id, const std::vector<std::pair<int, std::string>>& parts,
     std::optional<Metadata> checksums, WriteConditions conditions) {
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto upload = find_upload(ctx.db, upload_id);
     if (!upload) return no_upload(upload_id);

@@ -425,7 +425,7 @@ Result<ObjectInfo> SqliteStore::copy_object(std::string_view src_bucket, std::st
                                             std::optional<NewObject> replace,
                                             WriteConditions conditions) {
   if (!valid_key(dst_key)) return failure(StoreErrc::invalid_argument, "invalid object key");
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   return write([&](WriteCtx& ctx) -> Result<ObjectInfo> {
     const auto src = find_bucket(ctx.db, src_bucket);
     if (!src)

@@ -72,12 +72,14 @@ void SpaceReserve::settle() {
   }
 }
 
-bool SpaceReserve::admit_data() {
+bool SpaceReserve::admit_data(std::int64_t bytes) {
   if (size_ <= 0) return true;
   std::lock_guard lock(mu_);
-  if (make_locked() && free_bytes() >= size_) return true;
-  release_locked();
-  return false;
+  if (!make_locked() || free_bytes() < size_) {
+    release_locked();
+    return false;
+  }
+  return free_bytes() - size_ >= bytes;
 }
 
 bool SpaceReserve::release() {

@@ -21,8 +21,9 @@ class SpaceReserve {
   // At open, before the database: keeps or makes the reserve when there is room, and
   // releases it when the disk is already full (a start on a full disk still serves deletes).
   void settle();
-  // Whether a write that adds data may go ahead; releases the reserve when it may not.
-  bool admit_data();
+  // Whether a write that adds `bytes` of data may go ahead. Releases the reserve when the
+  // disk is nearly full; a body too big for the room left is refused and releases nothing.
+  bool admit_data(std::int64_t bytes = 0);
   // Gives the reserve's space to a write that frees space and failed for want of it; true
   // when there was a reserve to give (the write is worth trying again).
   bool release();

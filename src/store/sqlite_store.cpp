@@ -946,14 +946,14 @@ Result<void> SqliteStore::delete_snapshot(std::string_view bucket, Seq version) 
 
 // ---------------------------------------------------------------- blobs
 
-Result<void> SqliteStore::admit_data() {
-  if (reserve_.admit_data()) return {};
+Result<void> SqliteStore::admit_data(std::int64_t bytes) {
+  if (reserve_.admit_data(bytes)) return {};
   return failure(StoreErrc::no_space, "the disk of " + dir_.string() +
                                           " is full: new data is refused until space is freed");
 }
 
 Result<BlobRef> SqliteStore::write_blob(std::string_view content) {
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   try {
     if (std::ssize(content) <= k_max_db_blob) {
       // Written with the row that first names it (add_ref), in one transaction.
@@ -1039,7 +1039,7 @@ Result<BlobRef> SqliteStore::adopt_blob(const fs::path& file, std::string_view s
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
       });
   if (!hex) return failure(StoreErrc::invalid_argument, "blob name must be lowercase sha256 hex");
-  if (auto admitted = admit_data(); !admitted) return std::unexpected(admitted.error());
+  if (auto admitted = admit_data(0); !admitted) return std::unexpected(admitted.error());
   try {
     // A small upload joins the database like any small blob (read back and checked).
     if (std::error_code ec;

@@ -205,8 +205,8 @@ class SqliteStore final : public Store {
   // `body` must be safe to run twice). After it, the reserve is made again if there is room.
   template <class F>
   auto write_freeing(F&& body) -> decltype(body(std::declval<WriteCtx&>()));
-  // no_space unless the disk has room for new data (SpaceReserve::admit_data).
-  Result<void> admit_data();
+  // no_space unless the disk has room for `bytes` of new data (SpaceReserve::admit_data).
+  Result<void> admit_data(std::int64_t bytes) override;
   // The same without waiting: `then(Result<T>)` runs on the committer thread once the body's
   // changes are committed or undone (and its freed blobs unlinked).
   template <class F, class Then>

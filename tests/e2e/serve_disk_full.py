@@ -3,7 +3,8 @@
 """A full disk under `tfork serve` (issue 9 §4): a write that cannot be stored is answered
 507 InsufficientStorage, with the cause in the server's log; nothing half-written is left
 (no object, no temporary file); what was stored before stays readable; and once space is
-back, service is whole again without a restart. Small objects (kept in SQLite) and large ones
+back, service is whole again without a restart. A PUT declaring more than the disk has room
+for is refused from its head, before its body is sent. Small objects (kept in SQLite) and large ones
 (blob files) alike. And a full disk is recovered through the API (issue 24 §2.1): on it,
 DeleteObject, DeleteObjects, AbortMultipartUpload and a forced DeleteBucket succeed and free
 space, also after a restart on the still-full disk, while new data is refused 507. The data
@@ -79,6 +80,26 @@ def wait_for(what, condition, timeout=30.0):
     while not condition():
         check(time.monotonic() < deadline, f"{what}: not within {timeout} s")
         time.sleep(0.05)
+
+
+def too_big_is_refused_before_its_body(srv, mnt):
+    """A PUT that declares more than the disk has room for is answered 507 from its head: its
+    body is never sent, nothing lands in tmp/, and the reserve kept for deletes stays."""
+    step("a PUT declaring 64 MiB on a 32 MiB disk is refused 507 before its body is sent")
+    from serve_transport import Wire, status_of as wire_status  # boto3 is there (above)
+    wire = Wire(srv)
+    with wire.connect(timeout=30) as sock:
+        sock.sendall(wire.signed_head("PUT", "/full/too-big",
+                                      {"Content-Length": str(64 * 1024 * KiB)}))
+        answer = Wire.read_response(sock)
+    check_eq("status of the too-big PUT", 507, wire_status(answer))
+    check(b"<Code>InsufficientStorage</Code>" in answer, f"body: {answer[-300:]!r}")
+    check_eq("temporary files after the refusal", [], os.listdir(os.path.join(mnt, "data", "tmp")))
+    check(os.path.exists(os.path.join(mnt, "data", "reserve")), "the reserve was given up")
+    s3 = client_of(srv)
+    s3.put_object(Bucket="full", Key="fits", Body=b"a body that fits")
+    check_eq("a PUT that fits, after", b"a body that fits",
+             s3.get_object(Bucket="full", Key="fits")["Body"].read())
 
 
 def recovers_through_the_api(srv, mnt):
@@ -230,6 +251,7 @@ def main():
                  s3.get_object(Bucket="full", Key="small-after")["Body"].read())
         check(s3.get_object(Bucket="full", Key="big-after")["Body"].read() == big_after,
               "the large object stored after reads back otherwise")
+        too_big_is_refused_before_its_body(srv, mnt)
         recovers_through_the_api(srv, mnt)
         srv.stop()
 

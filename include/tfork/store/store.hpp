@@ -395,6 +395,14 @@ class Store {
   // Blocks until every deleted bucket's rows are reclaimed.
   virtual void wait_for_reclaims() {}
 
+  // Whether `bytes` of new data would be stored now: no_space when the disk has not that much
+  // room besides its reserve. Asked before a body is read, so that a big PUT on a nearly full
+  // disk is refused at once rather than streamed into tmp/ first.
+  virtual Result<void> admit_data(std::int64_t bytes) {
+    (void)bytes;
+    return {};
+  }
+
   // Where a caller may stream an upload before adopt_blob (same filesystem as the blobs, so
   // adoption is a rename; emptied on every open).
   virtual std::filesystem::path tmp_dir() const { return std::filesystem::temp_directory_path(); }

@@ -1385,6 +1385,21 @@ TEST_CASE("listing: a cut page never resumes at a deleted \"dir/\" with keys und
   CHECK(prefixes == std::vector<std::string>{"d/"});
 }
 
+TEST_CASE("admit_data: a body bigger than the room left is refused; the reserve stays",
+          "[store]") {
+  TempDir dir;
+  auto store = open_store(dir.path());
+  REQUIRE(store->create_bucket("b", true));
+  CHECK(store->admit_data(0));
+  CHECK(store->admit_data(1 << 20));
+  const auto refused = store->admit_data(std::int64_t{1} << 60);  // more than any disk here
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == StoreErrc::no_space);
+  CHECK(std::filesystem::exists(dir.path() / "reserve"));  // a big body gives nothing up
+  put_text(*store, "b", "k", "still stored");
+  CHECK(get_text(*store, "b", "k") == "still stored");
+}
+
 TEST_CASE("listing: which keys name a common prefix", "[store]") {
   ListQuery query;
   query.prefix = "p/";
