@@ -1385,8 +1385,7 @@ TEST_CASE("listing: a cut page never resumes at a deleted \"dir/\" with keys und
   CHECK(prefixes == std::vector<std::string>{"d/"});
 }
 
-TEST_CASE("admit_data: a body bigger than the room left is refused; the reserve stays",
-          "[store]") {
+TEST_CASE("admit_data: a body bigger than the room left is refused; the reserve stays", "[store]") {
   TempDir dir;
   auto store = open_store(dir.path());
   REQUIRE(store->create_bucket("b", true));
