@@ -40,6 +40,10 @@ MVersion put_version(Seq seq, const std::string& content) {
   return MVersion{seq, false, content, "e" + content, {content}};
 }
 
+MVersion tombstone_version(Seq seq) {
+  return MVersion{seq, true, {}, {}, {}};
+}
+
 struct MBucket {
   std::string name;
   bool live = true;
@@ -266,14 +270,14 @@ class Runner {
       expect(!seq->has_value(), "a regular bucket writes no delete marker");
       if (visible) {
         const Seq after = *model_.seqs.rbegin() + 1;
-        model_.buckets[b].history[key].push_back(MVersion{after, true, {}});
+        model_.buckets[b].history[key].push_back(tombstone_version(after));
       }
       return;
     }
     expect(seq->has_value() == visible, "tombstone written iff the key was visible");
     if (*seq) {
       model_.seqs.insert(**seq);
-      model_.buckets[b].history[key].push_back(MVersion{**seq, true, {}});
+      model_.buckets[b].history[key].push_back(tombstone_version(**seq));
     }
   }
 
@@ -507,7 +511,7 @@ class Runner {
       const auto base = model_.get(target, key, fork.fork_seq);
       if (mine.tombstone) {
         if (!base || !model_.get(target, key, k_inf)) continue;
-        landed.emplace_back(key, MVersion{merged->version, true, {}, {}, {}});
+        landed.emplace_back(key, tombstone_version(merged->version));
         ++deleted;
       } else if (!base || !base->same_content(mine)) {
         MVersion version = mine;
