@@ -17,11 +17,10 @@
 namespace tfork {
 namespace {
 
-std::vector<std::filesystem::path> module_directories() {
+// Where the tfork at `executable` (empty: none known) finds its modules, in order.
+std::vector<std::filesystem::path> module_directories(const std::filesystem::path& executable) {
   std::vector<std::filesystem::path> directories;
-  std::error_code error;
-  const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (!error) {
+  if (!executable.empty()) {
     directories.push_back(executable.parent_path());
     directories.push_back(executable.parent_path().parent_path() / "lib" / "tfork");
   }
@@ -29,7 +28,26 @@ std::vector<std::filesystem::path> module_directories() {
   return directories;
 }
 
+std::vector<std::filesystem::path> module_directories() {
+  std::error_code error;
+  const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  return module_directories(error ? std::filesystem::path() : executable);
+}
+
 }  // namespace
+
+std::vector<std::filesystem::path> module_files(const std::filesystem::path& executable) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& directory : module_directories(executable)) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+      const auto name = entry.path().filename().string();
+      if (name.starts_with("tfork-") && name.ends_with(".so") && entry.is_regular_file(error))
+        files.push_back(entry.path());
+    }
+  }
+  return files;
+}
 
 void* module_symbol(std::string_view name, const char* symbol) {
   // Modules stay loaded for the life of the process: objects they create are used until exit.

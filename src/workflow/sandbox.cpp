@@ -2,6 +2,7 @@
 #include "tfork/workflow/sandbox.hpp"
 
 #include "tfork/core/error.hpp"
+#include "tfork/core/module.hpp"
 #include "tfork/output/render.hpp"
 
 #include <fmt/format.h>
@@ -760,6 +761,12 @@ AgentLaunch launch_for(const Sandbox& sandbox, const AgentEnv& env,
     steps.push_back(step(MountStep::Kind::file,
                          std::to_string(k_bwrap_first_file_fd + static_cast<int>(i)), file_paths[i],
                          k_rank_bind, 0600));
+  // A tfork as the agent's program (an agent that forks its own fork): the modules it loads
+  // from beside it too, which under a masked directory (~/.local, /tmp) would be hidden with
+  // the rest. Only files named tfork-*.so, read-only: nothing of the operator's.
+  if (!argv.empty() && argv[0].starts_with('/') && fs::path(argv[0]).filename() == "tfork")
+    for (const auto& module : module_files(resolved(argv[0])))
+      program_files.push_back(module);
   // Its files, read-only (never a hidden one): the operator means the agent to run them.
   for (const auto& path : program_files) {
     const auto file = resolved(path);

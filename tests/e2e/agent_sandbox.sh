@@ -122,6 +122,16 @@ expect_rc "{bucket}" 0 tfork_cli fork exec --manifest "$M" 1 -- /usr/bin/printf 
 check_contains "one argument" "$(cat "$OUT/stderr")" '[cs-1] <a cs-1 b>'
 check_contains "no substitution" "$(cat "$OUT/stderr")" '[cs-1] <$(id)>'
 
+step "tfork installed under a masked directory runs inside the sandbox, modules and all"
+# As `cmake --install --prefix ~/.local` lays it out, but under $WORK (in /tmp, which every
+# sandbox masks): the agent is given the binary, and must get the modules it loads beside it.
+mkdir -p "$WORK/opt/bin" "$WORK/opt/lib/tfork"
+cp "$TFORK" "$WORK/opt/bin/tfork"
+cp "$(dirname "$TFORK")"/tfork-*.so "$WORK/opt/lib/tfork/"
+expect_rc "a tfork under /tmp as the agent" 0 tfork_cli fork exec --manifest "$M" 1 -- \
+  "$WORK/opt/bin/tfork" fork head '{bucket}'
+check_contains "it reached its fork" "$(cat "$OUT/stderr")" '[cs-1] '
+
 step "--logs files stay in their directory; output to the terminal is escaped"
 expect_rc "fork exec --logs" 0 tfork_cli fork exec --manifest "$M" --logs "$OPS/logs" -- \
   /usr/bin/printf 'x\r\033]0;pwned\007\n'

@@ -8,7 +8,9 @@
 // goals). What a module exports, and the same-build contract,
 // are in tfork/modules/modules.hpp.
 
+#include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace tfork {
 
@@ -16,5 +18,10 @@ namespace tfork {
 // to the running executable, then in ../lib/tfork beside it, then in the install directory.
 // Throws TforkError when the module or the symbol cannot be loaded.
 void* module_symbol(std::string_view name, const char* symbol);
+
+// The module files (tfork-*.so) that a tfork at `executable` would load, in the directories
+// module_symbol() looks in for it: what an agent's sandbox must show beside a tfork binary it
+// is given for that tfork to work inside it (cli.md §12).
+std::vector<std::filesystem::path> module_files(const std::filesystem::path& executable);
 
 }  // namespace tfork
