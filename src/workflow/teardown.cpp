@@ -13,8 +13,10 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <set>
+#include <span>
 
 namespace tfork::workflow {
 namespace {
@@ -113,10 +115,9 @@ class TeardownRun {
     }
     if (!interrupted()) check_non_forks();
     if (!interrupted()) list_remaining_keys();
-    if (!interrupted()) revoke_keys();
-    if (!interrupted()) delete_buckets();
+    if (!interrupted()) revoke_keys_and_delete_buckets();
     if (!interrupted()) delete_snapshots();
-    // The manifests were written after each change (revoke_keys, mark_manifests).
+    // The manifests were written after each batch (mark_manifests).
     return end_run();
   }
 
@@ -309,7 +310,7 @@ class TeardownRun {
     }
   }
 
-  // ---- keys
+  // ---- the key listing
 
   void on_key_page(const http::Result& result) {
     auto error = tigris::error_from_result(result, "ListAccessKeys");
@@ -337,14 +338,22 @@ class TeardownRun {
     }
   }
 
+  // ---- keys and buckets
+
+  // A key to revoke: its entry in result_.keys and the targets it has roles on.
+  struct Revocation {
+    std::size_t key;
+    std::vector<std::size_t> on;
+  };
+
   // Every key whose roles are all on buckets this teardown deletes (or leaves in place only
   // because they have forks) is revoked, whatever its name; a key with roles elsewhere too is
   // reported and kept (cli.md §5). A key a manifest records is the run's own: it is revoked
   // whether its bucket is there or not, and whatever roles the listing shows on that bucket
   // (none, once the bucket was deleted by hand). Without the full key listing nothing is
   // deleted: a bucket gone before its key would hand that key to the next bucket of the
-  // same name.
-  void revoke_keys() {
+  // same name. A key to revoke is `interrupted` in result_.keys until its answer comes.
+  std::vector<Revocation> plan_revocations() {
     std::set<std::string, std::less<>> doomed;
     // Recorded key id -> the targets that recorded it.
     std::map<std::string, std::vector<std::size_t>, std::less<>> recorded;
@@ -370,11 +379,10 @@ class TeardownRun {
         if (!states_[i].target.key_ids.empty()) item.key = Status::kept;
       }
       run_cause_ = std::move(error);
-      return;
+      return {};
     }
-    std::vector<tigris::Operation> operations;
-    // The key's entry in result_.keys, and the targets it has roles on.
-    std::vector<std::pair<std::size_t, std::vector<std::size_t>>> revoking;
+    const Status unanswered = plan_.dry_run ? Status::would_delete : Status::interrupted;
+    std::vector<Revocation> revocations;
     std::set<std::string> listed;
     for (const auto& key : keys_) {
       listed.insert(key.id);
@@ -407,83 +415,70 @@ class TeardownRun {
           result_.forks[i].key = merge_key(result_.forks[i].key, Status::kept);
         continue;
       }
-      revoking.push_back({result_.keys.size(), std::move(on_doomed)});
-      result_.keys.push_back(KeyItem{key.id, key.name, Status::failed, std::nullopt});
-      operations.push_back(iam::delete_access_key(key.id));
+      revocations.push_back({result_.keys.size(), std::move(on_doomed)});
+      result_.keys.push_back(KeyItem{key.id, key.name, unanswered, std::nullopt});
     }
     // Recorded keys the listing does not show: most likely gone, asked all the same.
     for (std::size_t i = 0; i < states_.size(); ++i) {
       for (const auto& id : states_[i].target.key_ids) {
         if (listed.contains(id)) continue;
         listed.insert(id);
-        revoking.push_back({result_.keys.size(), std::vector<std::size_t>{i}});
+        revocations.push_back({result_.keys.size(), std::vector<std::size_t>{i}});
         result_.keys.push_back(
-            KeyItem{id, key_name_for(states_[i].target.bucket), Status::failed, std::nullopt});
-        operations.push_back(iam::delete_access_key(id));
+            KeyItem{id, key_name_for(states_[i].target.bucket), unanswered, std::nullopt});
       }
     }
-    if (operations.empty()) return;
-    if (plan_.dry_run) {
-      for (const auto& [key, on] : revoking) {
-        result_.keys[key].status = Status::would_delete;
-        for (auto i : on)
+    if (plan_.dry_run)
+      for (const auto& revocation : revocations)
+        for (auto i : revocation.on)
           result_.forks[i].key = Status::would_delete;
+    return revocations;
+  }
+
+  // The answer to a key's DeleteAccessKey, and what it means for the buckets it has roles on:
+  // a bucket stays while a key with a role on it lives (a re-run finishes both).
+  void on_revoked(const Revocation& revocation, const http::Result& answer) {
+    auto& key_item = result_.keys[revocation.key];
+    key_item.status = Status::deleted;
+    if (auto error = tigris::error_from_result(answer, "DeleteAccessKey")) {
+      if (key_gone(*error)) {
+        key_item.status = Status::already_gone;
+      } else {
+        error->message = key_item.access_key_id + ": " + error->message;
+        key_item.status = Status::failed;
+        key_item.error = std::move(*error);
       }
-      return;
     }
-    std::vector<std::string> names;
-    for (const auto& [key, on] : revoking)
-      names.push_back(result_.keys[key].access_key_id);
+    for (auto i : revocation.on) {
+      result_.forks[i].key = merge_key(result_.forks[i].key, key_item.status);
+      if (key_item.status == Status::failed && states_[i].deletable) {
+        states_[i].deletable = false;
+        mark_failed(result_.forks[i], *key_item.error);
+      }
+    }
+  }
+
+  // Keys the interruption left unanswered may live, and so their buckets stay; the manifests
+  // learn which keys are gone.
+  void settle_revocations(std::span<const Revocation> revocations) {
     std::set<std::string> revoked;
-    auto phase = runner_.phase("keys", operations.size());
-    const auto results = runner_.run(
-        &phase, std::move(operations),
-        [&](std::size_t k, const http::Result& answer) {
-          auto& key_item = result_.keys[revoking[k].first];
-          key_item.status = Status::deleted;
-          if (auto error = tigris::error_from_result(answer, "DeleteAccessKey")) {
-            if (key_gone(*error)) {
-              key_item.status = Status::already_gone;
-            } else {
-              error->message = key_item.access_key_id + ": " + error->message;
-              key_item.status = Status::failed;
-              key_item.error = std::move(*error);
-            }
-          }
-          return Verdict::done(key_item.status, key_item.error);
-        },
-        names);
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      auto& key_item = result_.keys[revoking[k].first];
-      if (!results[k].decided) {
-        // Left by the interruption: the key may live, and so its buckets stay.
-        key_item.status = Status::interrupted;
-        for (auto i : revoking[k].second) {
+    for (const auto& revocation : revocations) {
+      const auto& key_item = result_.keys[revocation.key];
+      if (key_item.status == Status::interrupted) {
+        for (auto i : revocation.on) {
           result_.forks[i].key = Status::interrupted;
           states_[i].deletable = false;
           mark_interrupted(result_.forks[i]);
         }
-        continue;
-      }
-      const Status outcome = key_item.status;
-      if (outcome != Status::failed) revoked.insert(key_item.access_key_id);
-      for (auto i : revoking[k].second) {
-        result_.forks[i].key = merge_key(result_.forks[i].key, outcome);
-        if (outcome == Status::failed && states_[i].deletable) {
-          // The bucket stays while a key with a role on it lives (a re-run finishes both).
-          states_[i].deletable = false;
-          mark_failed(result_.forks[i], *key_item.error);
-        }
+      } else if (key_item.status != Status::failed) {
+        revoked.insert(key_item.access_key_id);
       }
     }
     for (auto& file : manifests_)
       for (auto& fork : file.manifest.forks)
         if (!fork.access_key_id.empty() && revoked.contains(fork.access_key_id))
           fork.key_revoked = true;
-    save_manifests();
   }
-
-  // ---- buckets
 
   // Waves: a bucket goes only after every bucket of the set that was forked from it.
   std::vector<std::vector<std::size_t>> waves() const {
@@ -510,10 +505,11 @@ class TeardownRun {
     return out;
   }
 
-  // Children first, wave by wave; a parent refused because its forks are still going is sent
-  // again with backoff (a verdict's `after`). The last wave also lists the forks of each source
-  // whose snapshot may go next, so that delete_snapshots needs no round trip of its own for it.
-  void delete_buckets() {
+  // The keys, then the buckets wave by wave, children first. The keys share a batch with the
+  // first wave, and each bucket goes as soon as every key with a role on it is gone, so that
+  // no bucket waits for the slowest key of the run (issue 25 §3).
+  void revoke_keys_and_delete_buckets() {
+    const auto revocations = plan_revocations();
     if (plan_.dry_run) {
       for (std::size_t i = 0; i < states_.size(); ++i)
         if (states_[i].deletable) result_.forks[i].status = Status::would_delete;
@@ -525,64 +521,142 @@ class TeardownRun {
       total += wave.size();
     auto phase = runner_.phase("forks", total);
     const auto started = std::chrono::steady_clock::now();
-    const Backoff refused_parent{k_parent_retry_first, k_parent_retry_cap, 1'000'000,
-                                 plan_.parent_retry_budget};
-    for (std::size_t w = 0; w < order.size() && !interrupted(); ++w) {
-      const auto& wave = order[w];
-      std::vector<tigris::Operation> operations;
-      std::vector<std::string> names;
-      for (auto i : wave) {
-        operations.push_back(tigris::delete_bucket(states_[i].target.bucket, !states_[i].non_fork));
-        names.push_back(states_[i].target.bucket);
-      }
-      const auto listings = w + 1 == order.size() ? snapshot_sources() : std::vector<std::string>{};
-      for (const auto& bucket : listings) {
-        operations.push_back(tigris::list_forks(bucket));
-        names.push_back(bucket + " forks");
-      }
-      std::vector<int> tries(wave.size(), 1);
-      const auto results = runner_.run(
-          &phase, std::move(operations),
-          [&](std::size_t k, const http::Result& answer) -> Verdict {
-            if (k >= wave.size()) {
-              fork_listings_.emplace(listings[k - wave.size()], answer);
-              return Verdict::aside();
-            }
-            const auto i = wave[k];
-            auto& item = result_.forks[i];
-            auto error = tigris::error_from_result(answer, "DeleteBucket");
-            // A bucket that is not a fork is deleted without force: its BucketNotEmpty (409) is
-            // the answer, not forks still going.
-            if (error && is_fork_refusal(*error) && !states_[i].non_fork) {
-              // Its forks are still going: asked again shortly.
-              if (const auto wait = refused_parent.wait(tries[k], started)) {
-                spdlog::info("{}: still sees its forks going; asking again in {} ms", item.bucket,
-                             wait->count());
-                ++tries[k];
-                return Verdict::then(tigris::delete_bucket(item.bucket, !states_[i].non_fork),
-                                     *wait);
-              }
-            }
-            if (!error) {
-              item.status = Status::deleted;
-            } else if (bucket_gone(*error)) {
-              const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
-              item.status = ours ? Status::already_gone : Status::not_found;
-            } else {
-              error->message = item.bucket + ": " + error->message;
-              mark_failed(item, std::move(*error));
-            }
-            return Verdict::done(item.status, item.error);
-          },
-          names);
-      for (std::size_t k = 0; k < wave.size(); ++k)
-        if (!results[k].decided) mark_interrupted(result_.forks[wave[k]]);
+    const std::size_t batches = std::max<std::size_t>(order.size(), revocations.empty() ? 0 : 1);
+    for (std::size_t w = 0; w < batches && !interrupted(); ++w) {
+      delete_wave(phase, w < order.size() ? order[w] : std::vector<std::size_t>{},
+                  w == 0 ? std::span(revocations) : std::span<const Revocation>{},
+                  w + 1 == order.size(), started);
+      if (w == 0) settle_revocations(revocations);
       mark_manifests();
     }
     for (std::size_t i = 0; i < states_.size(); ++i) {
       auto& item = result_.forks[i];
       if (states_[i].deletable && !is_gone_status(item.status)) mark_interrupted(item);
     }
+  }
+
+  // One batch: each revocation's DeleteAccessKey, going on to the buckets of the wave whose
+  // last key it was; the wave's buckets that wait for no key; and, with the last wave, the
+  // first page of each snapshot source's fork listing (delete_snapshots then needs no round
+  // trip of its own for it). A parent refused because its forks are still going is sent
+  // again with backoff (a verdict's `after`).
+  void delete_wave(BatchRunner::Phase& phase, const std::vector<std::size_t>& wave,
+                   std::span<const Revocation> revocations, bool last_wave,
+                   std::chrono::steady_clock::time_point started) {
+    struct Chain {
+      enum class Step { key, bucket, listing } step;
+      std::size_t at;                     // the revocation, the target or the listing
+      std::deque<std::size_t> buckets{};  // the targets it goes on to, in turn
+      int tries = 1;                      // sends of the bucket delete it has out
+    };
+    std::vector<std::size_t> keys_left(states_.size(), 0);
+    std::vector<bool> in_wave(states_.size(), false);
+    for (auto i : wave)
+      in_wave[i] = true;
+    std::vector<Chain> chains;
+    std::vector<tigris::Operation> first;
+    std::vector<std::string> names;
+    for (std::size_t r = 0; r < revocations.size(); ++r) {
+      for (auto i : revocations[r].on)
+        ++keys_left[i];
+      const auto& id = result_.keys[revocations[r].key].access_key_id;
+      chains.push_back({Chain::Step::key, r});
+      first.push_back(iam::delete_access_key(id));
+      names.push_back(id);
+    }
+    for (auto i : wave) {
+      if (keys_left[i] > 0 || !states_[i].deletable) continue;
+      chains.push_back({Chain::Step::bucket, i});
+      first.push_back(delete_bucket_of(i));
+      names.push_back(states_[i].target.bucket);
+    }
+    const auto listings = last_wave ? snapshot_sources() : std::vector<std::string>{};
+    for (std::size_t l = 0; l < listings.size(); ++l) {
+      chains.push_back({Chain::Step::listing, l});
+      first.push_back(tigris::list_forks(listings[l]));
+      names.push_back(listings[l] + " forks");
+    }
+    const Backoff refused_parent{k_parent_retry_first, k_parent_retry_cap, 1'000'000,
+                                 plan_.parent_retry_budget};
+    // The chain's next bucket, or its end.
+    auto go_on = [&](Chain& chain) {
+      while (!chain.buckets.empty()) {
+        const auto i = chain.buckets.front();
+        chain.buckets.pop_front();
+        if (!states_[i].deletable) continue;
+        chain.step = Chain::Step::bucket;
+        chain.at = i;
+        chain.tries = 1;
+        return Verdict::then(delete_bucket_of(i));
+      }
+      return Verdict::done(Status::none);
+    };
+    runner_.run(
+        nullptr, std::move(first),
+        [&](std::size_t k, const http::Result& answer) -> Verdict {
+          auto& chain = chains[k];
+          switch (chain.step) {
+            case Chain::Step::listing:
+              fork_listings_.emplace(listings[chain.at], answer);
+              return Verdict::aside();
+            case Chain::Step::key:
+              on_revoked(revocations[chain.at], answer);
+              for (auto i : revocations[chain.at].on)
+                if (--keys_left[i] == 0 && in_wave[i] && states_[i].deletable)
+                  chain.buckets.push_back(i);
+              return go_on(chain);
+            case Chain::Step::bucket:
+              break;
+          }
+          const auto i = chain.at;
+          if (const auto wait = on_bucket_delete(i, answer, chain.tries, refused_parent, started)) {
+            ++chain.tries;
+            return Verdict::then(delete_bucket_of(i), *wait);
+          }
+          const auto& item = result_.forks[i];
+          phase.record(item.bucket, item.status, item.status == Status::failed,
+                       request_id_of(answer));
+          return go_on(chain);
+        },
+        names);
+  }
+
+  tigris::Operation delete_bucket_of(std::size_t i) const {
+    return tigris::delete_bucket(states_[i].target.bucket, !states_[i].non_fork);
+  }
+
+  // Decides target i from its DeleteBucket answer, or says when to ask again (a parent whose
+  // forks are still going).
+  std::optional<std::chrono::milliseconds> on_bucket_delete(
+      std::size_t i, const http::Result& answer, int tries, const Backoff& refused_parent,
+      std::chrono::steady_clock::time_point started) {
+    auto& item = result_.forks[i];
+    auto error = tigris::error_from_result(answer, "DeleteBucket");
+    // A bucket that is not a fork is deleted without force: its BucketNotEmpty (409) is the
+    // answer, not forks still going.
+    if (error && is_fork_refusal(*error) && !states_[i].non_fork) {
+      if (const auto wait = refused_parent.wait(tries, started)) {
+        spdlog::info("{}: still sees its forks going; asking again in {} ms", item.bucket,
+                     wait->count());
+        return wait;
+      }
+    }
+    if (!error) {
+      item.status = Status::deleted;
+    } else if (bucket_gone(*error)) {
+      const bool ours = states_[i].visible || states_[i].target.manifest != k_no_manifest;
+      item.status = ours ? Status::already_gone : Status::not_found;
+    } else {
+      error->message = item.bucket + ": " + error->message;
+      mark_failed(item, std::move(*error));
+    }
+    return std::nullopt;
+  }
+
+  static std::string request_id_of(const http::Result& answer) {
+    if (!answer) return {};
+    const auto id = answer->header("x-amz-request-id");
+    return id ? std::string(*id) : std::string();
   }
 
   // The sources whose snapshot delete_snapshots will check against their remaining forks.

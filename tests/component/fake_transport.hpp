@@ -25,13 +25,16 @@ class FakeTransport : public http::Transport {
   }
 
   // Keeps the contract of Transport::send_batch: every request taken is answered once, on
-  // this thread. The requests ready at once are sent in order, then answered (in reverse with
-  // `complete_in_reverse`); a batch that holds requests back until a time is waited for.
+  // this thread. The requests ready at once (at most max_parallel with `honour_window`) are
+  // sent in order, then answered (in reverse with `complete_in_reverse`); a batch that holds
+  // requests back until a time is waited for.
   void send_batch(http::Batch& batch, std::size_t max_parallel) override {
     widest_window = std::max(widest_window, max_parallel);
     while (true) {
       std::vector<std::pair<std::size_t, http::Result>> answered;
-      while (const auto ready = batch.next()) {
+      while (!(honour_window && answered.size() >= max_parallel)) {
+        const auto ready = batch.next();
+        if (!ready) break;
         std::lock_guard lock(mutex_);
         requests.push_back(*ready->request);
         answered.emplace_back(ready->id, responder_(*ready->request));
@@ -49,6 +52,7 @@ class FakeTransport : public http::Transport {
   std::vector<http::Request> requests;
   std::size_t widest_window = 0;     // the largest max_parallel of any batch
   bool complete_in_reverse = false;  // report the last request of a batch done first
+  bool honour_window = false;        // send at most max_parallel requests a round
 
  private:
   Responder responder_;

@@ -88,12 +88,25 @@ TEST_CASE("teardown from a manifest: keys first, then buckets; the manifest says
   CHECK(tigris.keys.size() == 2);
   CHECK(tigris.keys.contains("tid_wide"));
   CHECK(tigris.keys.contains("tid_unrelated"));
+  // Each bucket goes after every key with a role on it (run-2 has two), not after the last
+  // key of the run.
   const auto& requests = transport->requests;
-  const auto last_key = index_of(requests, "POST", k_endpoint + "/?Action=DeleteAccessKey");
-  for (std::size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].method == "DELETE" &&
-        !http::find_header(requests[i].headers, "X-Tigris-Snapshot-Version"))
-      CHECK(i > last_key);
+  auto revoked_at = [&](std::string_view id) {
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      if (requests[i].url.ends_with("Action=DeleteAccessKey") &&
+          requests[i].body.find("AccessKeyId=" + std::string(id)) != std::string::npos)
+        return i;
+    FAIL("no DeleteAccessKey of " << id);
+    return std::size_t{0};
+  };
+  for (const auto& [bucket, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"run-1", {"tid_run-1"}},
+           {"run-2", {"tid_run-2", "tid_agent"}},
+           {"run-3", {"tid_run-3"}}}) {
+    const auto deleted = index_of(requests, "DELETE", k_endpoint + "/" + bucket);
+    for (const auto& id : keys)
+      CHECK(deleted > revoked_at(id));
+  }
   // The run's own snapshot goes with its last fork.
   CHECK(tigris.snapshots.empty());
   REQUIRE(result.snapshots.size() == 1);
@@ -115,6 +128,27 @@ TEST_CASE("teardown from a manifest: keys first, then buckets; the manifest says
       batch(no_interrupt));
   CHECK(exit_of(again.error) == 0);
   CHECK(again.forks.empty());
+}
+
+TEST_CASE("teardown: a fork goes as soon as its keys are gone, not after the run's last key",
+          "[teardown]") {
+  TempDir dir;
+  FakeTigris tigris;
+  tigris.buckets["data"] = {};
+  auto manifest = manifest_of(tigris, {"run-1", "run-2", "run-3", "run-4", "run-5", "run-6"});
+  auto transport = tigris.transport();
+  transport->honour_window = true;  // two requests at a time
+  auto client = make_client(*transport);
+  const auto result = workflow::run_teardown(client, manifest_plan(manifest, dir.path / "m.json"),
+                                             batch(no_interrupt, 2));
+  CHECK(exit_of(result.error) == 0);
+  CHECK(tigris.keys.empty());
+  CHECK(tigris.buckets.size() == 1);
+  const auto& requests = transport->requests;
+  std::size_t last_key = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].url.ends_with("Action=DeleteAccessKey")) last_key = i;
+  CHECK(index_of(requests, "DELETE", k_endpoint + "/run-1") < last_key);
 }
 
 TEST_CASE("the run's snapshot: kept with --keep-snapshot, while in use, or when it was given",

@@ -164,11 +164,11 @@ check_contains "the summary names the manifest and the next commands" "$(cat "$W
   "manifest $WORK/pa.json. Next: tfork fork exec --manifest $WORK/pa.json -- COMMAND; when done: tfork teardown --manifest $WORK/pa.json"
 check_contains "the table is on stdout" "$(cat "$WORK/create.out")" "pa-8"
 
-step "teardown on a terminal: checks, keys and forks, one line replacing the other"
+step "teardown on a terminal: checks, then forks (each with its key), one line replacing the other"
 on_pty teardown teardown --manifest "$WORK/pa.json"
 check_eq "teardown exit" 0 "$RC"
 check_terminal teardown "Tore down 8 forks and revoked 8 keys; deleted 1 snapshot in " \
-  checks:8/8 keys:8/8 forks:8/8
+  checks:8/8 forks:8/8
 
 step "stderr on a pipe (a CI log): a plain line at each phase's end, then the summary"
 on_pipe create_pipe fork create prog-src -n 8 --prefix pb --keys none
@@ -212,7 +212,7 @@ assert all(isinstance(e["request_id"], str) and e["request_id"] for e in items),
 assert create[-1] == {**create[-1], "event": "phase_ended", "done": 5, "failed": 0, "total": 5}
 assert isinstance(create[-1]["seconds"], (int, float))
 phases = [e["phase"] for e in teardown if e["event"] == "phase_started"]
-assert phases == ["checks", "keys", "forks", "snapshots"], phases
+assert phases == ["checks", "forks", "snapshots"], phases
 deleted = [e for e in teardown if e["event"] == "item" and e["phase"] == "forks"]
 assert len(deleted) == 5 and all(e["status"] == "deleted" for e in deleted), deleted
 PY
