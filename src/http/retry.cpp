@@ -65,7 +65,8 @@ void ConcurrencyWindow::answered(bool throttled) {
   if (answers_ < std::max(limit_, k_min_sample)) return;
   // Sustained throttling (half the answers or more) halves the window: a server at its limit
   // throttles what goes beyond it, so the window settles between that limit and twice it.
-  if (throttled_ * 2 >= answers_) {
+  sustained_ = throttled_ * 2 >= answers_;
+  if (sustained_) {
     limit_ = std::max<std::size_t>(limit_ / 2, 1);
   } else if (limit_ < max_) {
     ++limit_;

@@ -69,7 +69,10 @@ using Result = std::expected<Response, TransportError>;
 // 1, meaning no retries at all), and send_batch narrows its window meanwhile (AIMD, below).
 // The window is what slows the whole batch down; one throttled request's own retries wait
 // multiples of the time its answer took (backoff_ceiling's `pace`), never more than
-// base_delay's multiples.
+// base_delay's multiples. While throttling is sporadic (ConcurrencyWindow::sporadic: a busy
+// shard, a random fault, most answers not throttled) a throttled request waits up to one pace,
+// however many times it was throttled; once throttling is sustained the window narrows and
+// each request's backoff doubles with its retries again.
 struct RetryPolicy {
   int max_attempts = 3;
   int throttle_attempts = 10;
@@ -194,6 +197,9 @@ class ConcurrencyWindow {
 
   explicit ConcurrencyWindow(std::size_t max_parallel);
   std::size_t limit() const { return limit_; }
+  // Throttling, if any, is sporadic: the last window of answers was not mostly throttled and
+  // the limit is back at max_parallel.
+  bool sporadic() const { return !sustained_ && limit_ == max_; }
   void answered(bool throttled);  // one answer came back (not counting transport errors)
 
  private:
@@ -201,6 +207,7 @@ class ConcurrencyWindow {
   std::size_t limit_;
   std::size_t answers_ = 0;
   std::size_t throttled_ = 0;
+  bool sustained_ = false;  // the last window of answers was at least half throttled
 };
 
 // The upper bound of the full-jitter backoff before retry number `retry` (1 before the second

@@ -508,8 +508,11 @@ class CurlTransport final : public Transport {
         return;
       }
       if (retry && transfer.attempts < budget) {
+        // A sporadic throttle waits up to one pace, not doubling: the unluckiest of a thousand
+        // requests would otherwise wait out four doublings (RetryPolicy).
+        const int step = throttled && window_.sporadic() ? 1 : transfer.attempts;
         const auto ceiling = backoff_ceiling(
-            owner_.options_.retry, transfer.attempts,
+            owner_.options_.retry, step,
             throttled ? std::optional(milliseconds{elapsed_ms(transfer)}) : std::nullopt);
         milliseconds delay{
             std::uniform_int_distribution<milliseconds::rep>(0, ceiling.count())(owner_.random_)};

@@ -801,9 +801,11 @@ TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one other
   constexpr auto sample = ConcurrencyWindow::k_min_sample;  // answers per decision, at least
   ConcurrencyWindow window(64);
   CHECK(window.limit() == 64);
+  CHECK(window.sporadic());
   for (int i = 0; i < 64; ++i)
     window.answered(i % 2 == 0);  // half of a window throttled
   CHECK(window.limit() == 32);
+  CHECK_FALSE(window.sporadic());  // a throttled request's backoff doubles again
   for (std::size_t i = 0; i < sample; ++i)
     window.answered(i < 15);  // fewer than half: not sustained
   CHECK(window.limit() == 33);
@@ -811,6 +813,7 @@ TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one other
     for (int i = 0; i < 64; ++i)
       window.answered(false);
   CHECK(window.limit() == 64);  // never above max_parallel
+  CHECK(window.sporadic());
   for (int round = 0; round < 20; ++round)
     for (std::size_t i = 0; i < std::max<std::size_t>(window.limit(), sample); ++i)
       window.answered(true);
@@ -819,6 +822,12 @@ TEST_CASE("ConcurrencyWindow: halves on sustained throttling, grows by one other
   window.answered(true);
   window.answered(true);
   CHECK(window.limit() == 1);
+  // A window of one cannot narrow: sustained throttling is told by the answers alone.
+  ConcurrencyWindow single(1);
+  for (std::size_t i = 0; i < sample; ++i)
+    single.answered(true);
+  CHECK(single.limit() == 1);
+  CHECK_FALSE(single.sporadic());
 }
 
 TEST_CASE("ConcurrencyWindow: one answer in five throttled at random never sinks it", "[http]") {
